@@ -1,0 +1,116 @@
+"""Find the model: a folder with ``model.json``, a bare ``.onnx``/``.ort`` file, or ``s3://``.
+
+Runs once per execution environment, at init. Every failure is a ``ModelLoadError`` with a
+message that says what was expected, so the runtime reports a clear ``Runtime.InitError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from handler.errors import ModelLoadError
+from handler.manifest import FILENAME, Manifest
+
+log = logging.getLogger("onnx_lambda")
+
+MODEL_SUFFIXES = (".onnx", ".ort")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: Path  # the file the session loads
+    manifest: Manifest | None
+    optimized_offline: bool  # graph optimizations already applied for this onnxruntime version
+    source: str  # what ONNX_LAMBDA_MODEL said
+
+
+def resolve(location: str, *, ort_version: str, verify: str, cache_dir: str) -> Artifact:
+    remote = location.startswith("s3://")
+    local = _download_s3(location, Path(cache_dir)) if remote else Path(location)
+    should_verify = verify == "always" or (verify == "auto" and remote)
+    if local.is_dir():
+        return _from_folder(local, location, ort_version, should_verify)
+    if local.is_file():
+        if local.suffix not in MODEL_SUFFIXES:
+            raise ModelLoadError(f"{location}: expected a model folder with {FILENAME}, or a "
+                                 f"{' / '.join(MODEL_SUFFIXES)} file")
+        return Artifact(local, None, local.suffix == ".ort", location)
+    raise ModelLoadError(f"model not found: {location} (set ONNX_LAMBDA_MODEL to a model folder, "
+                         f"an .onnx file or an s3:// URI; working directory {Path.cwd()})")
+
+
+def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) -> Artifact:
+    try:
+        manifest = Manifest.load(folder)
+    except FileNotFoundError:
+        candidates = sorted(p for p in folder.iterdir() if p.suffix in MODEL_SUFFIXES)
+        if len(candidates) != 1:
+            raise ModelLoadError(f"{location}: no {FILENAME}, and {len(candidates)} model files "
+                                 "(need exactly one to guess)") from None
+        return Artifact(candidates[0], None, candidates[0].suffix == ".ort", location)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"{folder / FILENAME}: invalid manifest: {exc}") from exc
+    chosen = manifest.model
+    optimized = manifest.optimization != "none" or chosen.endswith(".ort")
+    if optimized and manifest.onnxruntime != ort_version:
+        log.warning(
+            "model %s was optimized for onnxruntime %s, this is %s: loading the portable %s",
+            manifest.name, manifest.onnxruntime, ort_version, manifest.portable)
+        chosen, optimized = manifest.portable, False
+    path = folder / chosen
+    if not path.is_file():
+        raise ModelLoadError(f"{folder}: the manifest names {chosen}, which is missing")
+    if verify:
+        for name, expected in manifest.files.items():
+            _check_sha256(folder / name, expected)
+    return Artifact(path, manifest, optimized, location)
+
+
+def _check_sha256(path: Path, expected: str) -> None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        raise ModelLoadError(f"{path}: listed in {FILENAME} but missing") from None
+    if digest.hexdigest() != expected:
+        raise ModelLoadError(f"{path}: sha256 mismatch (manifest {expected[:12]}…, file "
+                             f"{digest.hexdigest()[:12]}…): corrupt or replaced artifact")
+
+
+def _download_s3(uri: str, cache_dir: Path) -> Path:
+    """Download a file or a folder prefix once per environment; returns the local path."""
+    # boto3 is heavy (~0.3 s) and only needed for S3-hosted models: imported in this branch only.
+    try:
+        import boto3
+    except ImportError:
+        raise ModelLoadError("an s3:// model needs boto3 (present in the Lambda managed runtime; "
+                             "locally: pip install boto3)") from None
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    if not bucket or not key:
+        raise ModelLoadError(f"{uri}: expected s3://bucket/key")
+    s3 = boto3.client("s3")
+    target = cache_dir / bucket / key.rstrip("/")
+    try:
+        if key.endswith(MODEL_SUFFIXES):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, key, str(target))
+            return target
+        prefix = key.rstrip("/") + "/"
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        keys = [obj["Key"] for page in pages for obj in page.get("Contents", ())]
+        if not keys:
+            raise ModelLoadError(f"{uri}: no objects under this prefix")
+        for object_key in keys:
+            dest = target / object_key[len(prefix):]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, object_key, str(dest))
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # botocore's errors: no access, no such bucket/key, network
+        raise ModelLoadError(f"{uri}: download failed: {exc}") from exc
+    return target

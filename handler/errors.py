@@ -1,0 +1,71 @@
+"""Error hierarchy: each error knows its HTTP status and a stable ``type`` string.
+
+Clients see ``{"error": {"type", "message"}, "requestId"}``; stack traces go to the log only.
+"""
+
+from __future__ import annotations
+
+
+class OnnxLambdaError(Exception):
+    """Base class. ``status`` is the HTTP status, ``type`` the stable machine-readable name."""
+
+    status = 500
+    type = "InternalError"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+class BadRequestError(OnnxLambdaError):
+    status = 400
+    type = "BadRequest"
+
+
+class InvalidInputError(BadRequestError):
+    """Well-formed request whose tensors do not match the model's signature."""
+
+    type = "InvalidInput"
+
+
+class NotFoundError(OnnxLambdaError):
+    status = 404
+    type = "NotFound"
+
+
+class MethodNotAllowedError(OnnxLambdaError):
+    status = 405
+    type = "MethodNotAllowed"
+
+
+class PayloadTooLargeError(OnnxLambdaError):
+    status = 413
+    type = "PayloadTooLarge"
+
+
+class UnsupportedMediaTypeError(OnnxLambdaError):
+    status = 415
+    type = "UnsupportedMediaType"
+
+
+class NotAcceptableError(OnnxLambdaError):
+    status = 406
+    type = "NotAcceptable"
+
+
+class InferenceError(OnnxLambdaError):
+    status = 500
+    type = "InferenceFailed"
+
+
+class DeadlineExceededError(OnnxLambdaError):
+    status = 504
+    type = "DeadlineExceeded"
+
+
+class ModelLoadError(RuntimeError):
+    """Raised at init (import time): a missing, corrupt or mismatched model artifact.
+
+    Not an ``OnnxLambdaError``: it must fail the init loudly, never become a response.
+    """

@@ -1,0 +1,88 @@
+"""The model artifact's manifest, ``model.json``: the runtime's single source of truth about it.
+
+Written by ``onnx-lambda build-model`` (``onnx_lambda.build``), read here at init. A model folder
+holds the files named in ``files`` (each with its sha256) and this manifest.
+
+``model`` is the preferred file (an offline-optimized ``.onnx`` or an ``.ort``), made for the
+onnxruntime version in ``onnxruntime``; ``portable`` is a plain ``.onnx`` any version can load. A
+manifest made for another onnxruntime version makes the runtime fall back to ``portable``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FILENAME = "model.json"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output: numpy dtype name (``float32``, ``int64``, ``str`` …) and shape, where
+    a dynamic dimension is ``None`` or its symbolic name."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | str | None, ...]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TensorInfo:
+        return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    model: str
+    portable: str
+    onnxruntime: str
+    optimization: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    files: dict[str, str]
+    pipeline: str = "tensor"
+    pipeline_options: dict[str, Any] = field(default_factory=dict)
+    labels: tuple[str, ...] | None = None
+    example: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        version = data.get("format_version", FORMAT_VERSION)
+        if version > FORMAT_VERSION:
+            raise ValueError(f"manifest format {version} is newer than this runtime's "
+                             f"({FORMAT_VERSION}); upgrade onnx-lambda")
+        labels = data.get("labels")
+        return cls(
+            name=data["name"],
+            model=data["model"],
+            portable=data.get("portable", data["model"]),
+            onnxruntime=data.get("onnxruntime", ""),
+            optimization=data.get("optimization", "none"),
+            inputs=tuple(TensorInfo.from_dict(t) for t in data.get("inputs", ())),
+            outputs=tuple(TensorInfo.from_dict(t) for t in data.get("outputs", ())),
+            files=dict(data.get("files", {})),
+            pipeline=data.get("pipeline", "tensor"),
+            pipeline_options=dict(data.get("pipeline_options", {})),
+            labels=tuple(labels) if labels is not None else None,
+            example=data.get("example"),
+            metadata=dict(data.get("metadata", {})),
+            format_version=version,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def load(cls, folder: Path) -> Manifest:
+        with open(folder / FILENAME, encoding="utf-8") as fh:
+            return cls.from_dict(json.load(fh))
+
+    def dump(self, folder: Path) -> Path:
+        path = folder / FILENAME
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path

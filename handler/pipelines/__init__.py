@@ -1,0 +1,32 @@
+"""Pre/post-processing around ``session.run``, chosen by name (or a user ``package.module``).
+
+Built-ins are imported on demand so a model only pays for the pipeline it uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from handler.model import Model
+from handler.pipelines.base import Pipeline
+
+BUILTIN = {
+    "tensor": "handler.pipelines.tensor",
+    "classifier": "handler.pipelines.classifier",
+    "text-embedding": "handler.pipelines.text_embedding",
+}
+
+
+def load(name: str, model: Model, options: dict[str, Any]) -> Pipeline:
+    """``name``: a built-in pipeline, or ``package.module`` defining ``preprocess``/``postprocess``
+    (and optionally ``example``); the user module is wrapped by ``handler.pipelines.user``."""
+    module_name = BUILTIN.get(name)
+    if module_name is None:
+        from handler.pipelines.user import UserPipeline
+
+        return UserPipeline(name, model, options)
+    return importlib.import_module(module_name).PIPELINE(model, options)
+
+
+__all__ = ["BUILTIN", "Pipeline", "load"]

@@ -1,0 +1,35 @@
+"""The pipeline contract.
+
+A pipeline turns the simple JSON request's ``inputs`` (plus optional ``parameters``) into the
+session's feeds, and the session's outputs into the JSON response body. The Open Inference
+Protocol V2 and ``.npy`` routes are tensor-level and bypass pipelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from handler.model import Model
+
+
+class Pipeline:
+    """Base class: subclasses override ``preprocess``/``postprocess`` (and ``example``)."""
+
+    name = "base"
+
+    def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
+        self.model = model
+        self.options = dict(options)
+
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def example(self) -> Any:
+        """A valid ``inputs`` value for the warm-up inference when the manifest has none."""
+        raise NotImplementedError

@@ -1,0 +1,45 @@
+"""Default pipeline: named tensors in, named tensors out, validated against the signature.
+
+Request ``{"inputs": {"x": [[...]]}}`` (or ``{"inputs": [[...]]}`` for a single-input model);
+response ``{"outputs": {"y": [[...]]}}``. ``parameters.outputs`` may list the outputs wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from handler import tensors
+from handler.errors import InvalidInputError
+from handler.pipelines.base import Pipeline
+
+
+class TensorPipeline(Pipeline):
+    name = "tensor"
+
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        return tensors.from_json(inputs, self.model.inputs)
+
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+        wanted = parameters.get("outputs")
+        if wanted is not None:
+            if not isinstance(wanted, list) or any(name not in outputs for name in wanted):
+                raise InvalidInputError(f"parameters.outputs must list some of {list(outputs)}")
+            outputs = {name: outputs[name] for name in wanted}
+        return {"outputs": {name: tensors.to_json(value) for name, value in outputs.items()}}
+
+    def example(self) -> Any:
+        return {spec.name: synthetic(spec).tolist() for spec in self.model.inputs}
+
+
+def synthetic(spec: tensors.TensorSpec) -> np.ndarray:
+    """A zero tensor with every dynamic dimension set to 1 (strings: empty)."""
+    shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec.shape)
+    if spec.datatype == "BYTES":
+        return np.full(shape, "", dtype=object)
+    return np.zeros(shape, dtype=spec.dtype)
+
+
+PIPELINE = TensorPipeline

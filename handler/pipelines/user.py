@@ -1,0 +1,45 @@
+"""A user pipeline: ``ONNX_LAMBDA_PIPELINE=package.module`` defining
+
+    def preprocess(inputs, parameters, model) -> dict[str, numpy.ndarray]
+    def postprocess(outputs, parameters, model) -> JSON-serialisable
+    def example(model) -> inputs            # optional: the warm-up input
+
+The module is imported once, at init; an import failure fails the init with a clear message.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from handler.errors import ModelLoadError
+from handler.model import Model
+from handler.pipelines.tensor import TensorPipeline
+
+
+class UserPipeline(TensorPipeline):
+    def __init__(self, module_name: str, model: Model, options: Mapping[str, Any]) -> None:
+        super().__init__(model, options)
+        try:
+            self.module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ModelLoadError(f"pipeline {module_name!r}: not a built-in pipeline and not "
+                                 f"importable: {exc}") from exc
+        missing = [f for f in ("preprocess", "postprocess") if not hasattr(self.module, f)]
+        if missing:
+            raise ModelLoadError(f"pipeline module {module_name!r} lacks {', '.join(missing)}")
+        self.name = module_name
+
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        return self.module.preprocess(inputs, parameters, self.model)
+
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+        return self.module.postprocess(outputs, parameters, self.model)
+
+    def example(self) -> Any:
+        if hasattr(self.module, "example"):
+            return self.module.example(self.model)
+        return super().example()

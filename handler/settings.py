@@ -1,0 +1,143 @@
+"""Every ``ONNX_LAMBDA_*`` variable, declared once, parsed once at init into a frozen ``Settings``.
+
+Resolution order: explicit keyword argument > environment mapping > default. The environment is
+passed in as a mapping (never read at import time here), so tests need no module reloads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+PREFIX = "ONNX_LAMBDA_"
+LAMBDA_MAX_SYNC_PAYLOAD = 6 * 1024 * 1024
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {raw!r}")
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"expected an integer >= 0, got {raw!r}")
+    return value
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+@dataclass(frozen=True)
+class Variable:
+    field: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+    @property
+    def env_name(self) -> str:
+        return PREFIX + self.field.upper()
+
+
+# The documented table (README "Configuration") is checked against this list by a test.
+VARIABLES: tuple[Variable, ...] = (
+    Variable("model", str, "models/digits",
+             "Model location: a model folder (artifact + `model.json`), a bare `.onnx`/`.ort` "
+             "file, or `s3://bucket/key` (a folder prefix or one file), downloaded to /tmp once "
+             "per environment. Relative paths resolve against the task root (the working "
+             "directory)."),
+    Variable("model_name", str, "",
+             "Name used in the `/v2/models/{name}` routes; default: the manifest's name or the "
+             "file stem."),
+    Variable("pipeline", str, "",
+             "Pre/post-processing: `tensor`, `classifier`, `text-embedding` or a "
+             "`package.module` with `preprocess`/`postprocess`; default: the manifest's, else "
+             "`tensor`."),
+    Variable("threads", _non_negative_int, 0,
+             "ONNX Runtime intra-op threads; 0 = from the function's memory (1,769 MB per "
+             "vCPU, max 6, capped by visible CPUs)."),
+    Variable("graph_optimization", _choice("auto", "disable", "basic", "extended", "all"), "auto",
+             "Online graph optimization at session load; `auto` = off for an artifact "
+             "optimized offline for this onnxruntime version, `basic` otherwise."),
+    Variable("warmup", _bool, True,
+             "Run one synthetic inference at init so the first request is not the slow one."),
+    Variable("max_payload_bytes", _non_negative_int, LAMBDA_MAX_SYNC_PAYLOAD,
+             "Largest accepted request body in bytes (after base64 decoding); larger → 413."),
+    Variable("cache_size", _non_negative_int, 0,
+             "Entries in the in-environment result cache keyed by the request body's hash; "
+             "0 = off."),
+    Variable("deadline_margin_ms", _non_negative_int, 20,
+             "Refuse (504) a request when the remaining invocation time minus this margin "
+             "cannot cover the slowest recent inference."),
+    Variable("log_level", _choice("debug", "info", "warning", "error"), "info",
+             "Structured log level."),
+    Variable("metrics", _bool, True, "Emit one CloudWatch EMF metrics line per request."),
+    Variable("metrics_namespace", str, "OnnxLambda", "CloudWatch namespace of the EMF metrics."),
+    Variable("verify", _choice("auto", "always", "never"), "auto",
+             "sha256 check of the artifact's files against `model.json`: `auto` = files "
+             "downloaded from S3 (an image is content-addressed already), `always`, `never`."),
+    Variable("s3_cache_dir", str, "/tmp/onnx-lambda",
+             "Where an `s3://` model is downloaded (Lambda's writable /tmp)."),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    model_name: str
+    pipeline: str
+    threads: int
+    graph_optimization: str
+    warmup: bool
+    max_payload_bytes: int
+    cache_size: int
+    deadline_margin_ms: int
+    log_level: str
+    metrics: bool
+    metrics_namespace: str
+    verify: str
+    s3_cache_dir: str
+    # Lambda's own variables: read, never required locally.
+    memory_mb: int | None
+    initialization_type: str
+    function_name: str
+    function_version: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for var in VARIABLES:
+            if var.field in explicit:
+                values[var.field] = explicit.pop(var.field)
+            elif var.env_name in env:
+                try:
+                    values[var.field] = var.parse(env[var.env_name])
+                except ValueError as exc:
+                    raise ValueError(f"{var.env_name}: {exc}") from None
+            else:
+                values[var.field] = var.default
+        memory = env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
+        values["memory_mb"] = int(memory) if memory.isdigit() else None
+        values["initialization_type"] = env.get("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+        values["function_name"] = env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
+        values["function_version"] = env.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        values.update(explicit)
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        return cls(**values)

@@ -1,0 +1,1 @@
+"""onnx-lambda developer tooling: local emulator, model build, benchmarks (never deployed)."""

@@ -1,0 +1,39 @@
+"""The ``onnx-lambda`` command. Each area registers its own subcommands; heavy imports stay
+inside the commands so ``onnx-lambda --help`` is instant."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = (
+    "onnx_lambda.emulator.commands",  # serve, invoke
+    "onnx_lambda.build.commands",  # build-model
+    "onnx_lambda.bench.commands",  # bench, tune, simulate
+    "onnx_lambda.deploy_commands",  # warm
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnx-lambda", description="Low-latency ONNX inference on AWS Lambda.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # TEMP while areas land; removed before release
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
