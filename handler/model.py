@@ -51,6 +51,10 @@ _TYPES: dict[str, tuple[np.dtype, str]] = {
 }
 
 
+# Open Inference Protocol datatype → numpy dtype
+DATATYPES: dict[str, np.dtype] = {datatype: dtype for dtype, datatype in _TYPES.values()}
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     name: str

@@ -13,6 +13,7 @@ import numpy as np
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
 
+
 def from_json(inputs: Any, specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
     specs = tuple(specs)
@@ -77,7 +78,8 @@ def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
                 return converted
         raise InvalidInputError(f"input {spec.name!r}: expected integers in range for "
                                 f"{want.name} ({spec.describe()})")
-    got = {"U": "string", "S": "bytes", "O": "mixed values", "b": "bool"}.get(kind, array.dtype.name)
+    names = {"U": "string", "S": "bytes", "O": "mixed values", "b": "bool"}
+    got = names.get(kind, array.dtype.name)
     raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got {got}")
 
 
@@ -113,6 +115,10 @@ def to_json(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"outputs": {name: to_json(value) for name, value in outputs.items()}}
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:

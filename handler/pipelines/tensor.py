@@ -13,6 +13,7 @@ import numpy as np
 
 from handler import tensors
 from handler.errors import InvalidInputError
+from handler.model import TensorSpec
 from handler.pipelines.base import Pipeline
 
 
@@ -28,13 +29,13 @@ class TensorPipeline(Pipeline):
             if not isinstance(wanted, list) or any(name not in outputs for name in wanted):
                 raise InvalidInputError(f"parameters.outputs must list some of {list(outputs)}")
             outputs = {name: outputs[name] for name in wanted}
-        return {"outputs": {name: tensors.to_json(value) for name, value in outputs.items()}}
+        return tensors.outputs_to_json(outputs)
 
     def example(self) -> Any:
         return {spec.name: synthetic(spec).tolist() for spec in self.model.inputs}
 
 
-def synthetic(spec: tensors.TensorSpec) -> np.ndarray:
+def synthetic(spec: TensorSpec) -> np.ndarray:
     """A zero tensor with every dynamic dimension set to 1 (strings: empty)."""
     shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec.shape)
     if spec.datatype == "BYTES":

@@ -1,0 +1,30 @@
+"""The Lambda entry point: ``handler.app.handler``.
+
+Module scope is the init phase, run once per execution environment (the cold start): read the
+settings, find and load the model, build the pipeline, run one warm-up inference. ``handler``
+does per-request work only. A broken model fails here, loudly, so Lambda reports
+``Runtime.InitError`` with our message instead of failing every request later.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()
+
+from handler.bootstrap import create  # noqa: E402  (imports numpy + onnxruntime: timed)
+from handler.settings import Settings  # noqa: E402
+
+_T_IMPORTED = time.perf_counter()
+
+SERVICE = create(Settings.from_env())
+SERVICE.init_durations.update({
+    "imports": (_T_IMPORTED - _T0) * 1000.0,
+    "init": (time.perf_counter() - _T0) * 1000.0,
+})
+SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
+                      threads=SERVICE.model.threads, **SERVICE.init_durations)
+
+
+def handler(event: dict, context: object) -> object:
+    return SERVICE(event, context)

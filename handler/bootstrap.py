@@ -1,0 +1,38 @@
+"""Build a ready ``Service`` from settings: everything the init phase does.
+
+``handler.app`` calls this at module scope with the environment's settings; tests call it with
+their own, so no test needs module reloads.
+"""
+
+from __future__ import annotations
+
+import time
+
+import onnxruntime
+
+from handler import artifact, pipelines
+from handler.model import Model, threads_for, visible_cpus
+from handler.service import Service
+from handler.settings import Settings
+from handler.telemetry import Telemetry
+
+
+def create(settings: Settings) -> Service:
+    started = time.perf_counter()
+    telemetry = Telemetry(namespace=settings.metrics_namespace,
+                          function_name=settings.function_name, metrics=settings.metrics,
+                          level=settings.log_level)
+    found = artifact.resolve(settings.model, ort_version=onnxruntime.__version__,
+                             verify=settings.verify, cache_dir=settings.s3_cache_dir)
+    threads = settings.threads or threads_for(settings.memory_mb, visible_cpus())
+    model = Model(found, threads=threads, graph_optimization=settings.graph_optimization)
+    manifest = found.manifest
+    pipeline = pipelines.load(settings.pipeline or (manifest.pipeline if manifest else "tensor"),
+                              model, manifest.pipeline_options if manifest else {})
+    loaded = time.perf_counter()
+    durations = {"model-load": (loaded - started) * 1000.0}
+    service = Service(settings, model, pipeline, telemetry, durations)
+    if settings.warmup:
+        service.warm_up()
+        durations["warmup"] = (time.perf_counter() - loaded) * 1000.0
+    return service

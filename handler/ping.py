@@ -1,0 +1,56 @@
+"""The warm-up ping (see docs/architecture.md): recognised before any routing, never counted
+as business traffic."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_HOLD_MS = 1000
+
+
+def is_ping(event: Any) -> bool:
+    if not isinstance(event, dict):
+        return False
+    if event.get("warmer") is True:
+        return True
+    return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
+
+
+def hold_ms(event: dict[str, Any]) -> float:
+    try:
+        return min(max(float(event.get("holdMs", 0)), 0.0), MAX_HOLD_MS)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@dataclass
+class EnvironmentState:
+    """Per execution environment: identity, age, and whether it has served anything yet."""
+
+    initialization_type: str
+    environment_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    started: float = field(default_factory=time.monotonic)
+    invoked: bool = False  # any invocation, ping or business
+    requests_served: int = 0  # business requests only
+
+    def first_invocation(self) -> bool:
+        first, self.invoked = not self.invoked, True
+        return first
+
+    def refresh(self) -> None:
+        """After a SnapStart restore: a new environment that shares the snapshot's memory."""
+        self.environment_id = uuid.uuid4().hex[:16]
+        self.started = time.monotonic()
+        self.invoked = False
+        self.requests_served = 0
+        self.initialization_type = "snap-start"
+
+    def answer(self, *, cold: bool, inference_ms: float, held_ms: float) -> dict[str, Any]:
+        return {"warm": True, "environmentId": self.environment_id, "coldStart": cold,
+                "initializationType": self.initialization_type,
+                "uptimeMs": round((time.monotonic() - self.started) * 1000.0, 3),
+                "requestsServed": self.requests_served, "inferenceMs": round(inference_ms, 3),
+                "heldMs": round(held_ms, 3)}

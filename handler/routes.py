@@ -1,0 +1,38 @@
+"""Method + path → operation name. Unknown path → 404; known path, other method → 405."""
+
+from __future__ import annotations
+
+import re
+
+from handler.errors import MethodNotAllowedError, NotFoundError
+
+_MODEL = r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?"
+
+ROUTES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = tuple(
+    (re.compile(pattern), methods) for pattern, methods in (
+        (r"/predict", {"POST": "predict"}),
+        (_MODEL + r"/infer", {"POST": "v2_infer"}),
+        (_MODEL + r"/ready", {"GET": "v2_model_ready"}),
+        (_MODEL, {"GET": "v2_metadata"}),
+        (r"/v2/health/ready", {"GET": "ready"}),
+        (r"/v2/health/live", {"GET": "live"}),
+        (r"/v2", {"GET": "v2_server"}),
+        (r"/health", {"GET": "health"}),
+    )
+)
+
+
+def match(method: str, path: str) -> tuple[str, dict[str, str]]:
+    if len(path) > 1:
+        path = path.rstrip("/")
+    for pattern, methods in ROUTES:
+        found = pattern.fullmatch(path)
+        if found is None:
+            continue
+        operation = methods.get(method)
+        if operation is None:
+            allowed = ", ".join(methods)
+            raise MethodNotAllowedError(f"{method} {path}: allowed {allowed}",
+                                        headers={"allow": allowed})
+        return operation, {k: v for k, v in found.groupdict().items() if v is not None}
+    raise NotFoundError(f"no route {method} {path}; see GET /health and the README for routes")

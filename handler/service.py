@@ -1,0 +1,238 @@
+"""The per-request path: event → source → route → decode → run → encode → source shape.
+
+``Service`` holds what init built (model, pipeline, telemetry) and is called once per
+invocation. It never raises for a bad request: every failure becomes an error response with
+the request id, and the environment stays warm and clean for the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+import uuid
+from collections import OrderedDict, deque
+from typing import Any
+
+from handler import ping, routes, sources, tensors
+from handler.codecs import npy, simple, v2
+from handler.errors import (
+    DeadlineExceededError,
+    NotAcceptableError,
+    NotFoundError,
+    OnnxLambdaError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+)
+from handler.http import JSON, NPY, OCTET, Request, Response
+from handler.model import Model
+from handler.pipelines import Pipeline
+from handler.settings import Settings
+from handler.telemetry import StageTimer, Telemetry, server_timing
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+class Service:
+    def __init__(self, settings: Settings, model: Model, pipeline: Pipeline,
+                 telemetry: Telemetry, init_durations: dict[str, float]) -> None:
+        self.settings = settings
+        self.model = model
+        self.pipeline = pipeline
+        self.telemetry = telemetry
+        self.init_durations = init_durations
+        self.state = ping.EnvironmentState(settings.initialization_type)
+        self._recent_inference_ms: deque[float] = deque(maxlen=32)
+        self._cache: OrderedDict[bytes, Response] = OrderedDict()
+
+    # -- entry ---------------------------------------------------------------------------
+
+    def __call__(self, event: Any, context: Any) -> Any:
+        timer = StageTimer()
+        request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
+        if ping.is_ping(event):
+            return self._ping(event, context)
+        cold = self.state.first_invocation()
+        self.state.requests_served += 1
+        source = sources.detect(event)
+        request: Request | None = None
+        fields: dict[str, Any] = {"source": source.name}
+        try:
+            request = source.to_request(event)
+            fields.update(method=request.method, path=request.path)
+            response = self._dispatch(request, context, timer)
+        except OnnxLambdaError as exc:
+            response = self._error(exc, request_id)
+            fields["errorType"] = exc.type
+        except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
+            self.telemetry.log("error", "unhandled error", requestId=request_id,
+                               error=repr(exc), traceback=traceback.format_exc())
+            response = self._error(OnnxLambdaError("internal error; see the function's logs"),
+                                   request_id)
+            fields["errorType"] = "InternalError"
+        if request is not None and request.received_epoch_ms:
+            queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
+            timer.durations["queue"] = max(queue, 0.0)
+        if not (request and request.raw_response):
+            response.body_bytes()
+        timer.mark("encode")
+        durations = dict(timer.durations)
+        durations["total"] = timer.total_ms()
+        if cold:
+            durations.update(self.init_durations)
+        response.headers["server-timing"] = server_timing(durations, cold)
+        response.headers["x-request-id"] = request_id
+        fields["status"] = response.status
+        self.telemetry.request(durations, request_id=request_id, cold=cold, fields=fields)
+        return source.to_response(response, event)
+
+    # -- routing -------------------------------------------------------------------------
+
+    def _dispatch(self, request: Request, context: Any, timer: StageTimer) -> Response:
+        operation, params = routes.match(request.method, request.path)
+        if operation in ("predict", "v2_infer"):
+            self._check_limits(request, context)
+            key = self._cache_key(request)
+            if key is not None and key in self._cache:
+                self._cache.move_to_end(key)
+                cached = self._cache[key]
+                timer.mark("cache")
+                return Response(cached.status, body=cached.body, headers=dict(cached.headers))
+            if operation == "predict":
+                response = self._predict(request, timer)
+            else:
+                self._check_model(params, request)
+                response = self._v2_infer(request, timer)
+            if key is not None:
+                response.body_bytes()
+                self._cache[key] = Response(response.status, body=response.body,
+                                            headers=dict(response.headers))
+                if len(self._cache) > self.settings.cache_size:
+                    self._cache.popitem(last=False)
+            return response
+        if operation == "health":
+            return Response(200, payload=self._health())
+        if operation in ("ready", "live", "v2_server"):
+            return Response(200, payload={"name": "onnx-lambda", "version": "2",
+                                          "extensions": ["binary_tensor_data"]}
+                            if operation == "v2_server" else {"ready": True})
+        self._check_model(params, request)
+        if operation == "v2_model_ready":
+            return Response(200, payload={"name": self.model.name, "ready": True})
+        return Response(200, payload=v2.metadata(self.model))
+
+    def _predict(self, request: Request, timer: StageTimer) -> Response:
+        kind = request.content_type
+        is_npy = kind == NPY or (kind == OCTET and request.body.startswith(NPY_MAGIC))
+        if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
+            raise UnsupportedMediaTypeError(
+                f"content-type {kind!r} not supported: send {JSON} or {NPY}")
+        answer_npy = _wants_npy(request.headers.get("accept", ""), default=is_npy)
+        if is_npy:
+            feeds, parameters = npy.decode(request, self.model), {}
+        else:
+            inputs, parameters = simple.decode(request)
+            feeds = self.pipeline.preprocess(inputs, parameters)
+        timer.mark("decode")
+        outputs = self._run(feeds, timer)
+        if answer_npy:
+            return npy.encode(outputs, request.query)
+        if is_npy:
+            return Response(200, payload=tensors.outputs_to_json(outputs))
+        return Response(200, payload=self.pipeline.postprocess(outputs, parameters))
+
+    def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
+        if _wants_npy(request.headers.get("accept", ""), default=False):
+            raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
+        decoded = v2.decode(request, self.model)
+        if request.raw_response:  # direct invocations carry JSON only
+            decoded = v2.Decoded(decoded.feeds, decoded.id, dict.fromkeys(decoded.outputs, False),
+                                 False)
+        timer.mark("decode")
+        outputs = self._run(decoded.feeds, timer)
+        return v2.encode(self.model, outputs, decoded)
+
+    def _run(self, feeds: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
+        outputs = self.model.run(feeds)
+        timer.mark("inference")
+        self._recent_inference_ms.append(timer.durations["inference"])
+        return outputs
+
+    # -- checks --------------------------------------------------------------------------
+
+    def _check_limits(self, request: Request, context: Any) -> None:
+        if len(request.body) > self.settings.max_payload_bytes:
+            raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the limit is "
+                                       f"{self.settings.max_payload_bytes}")
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if remaining is not None and self._recent_inference_ms:
+            needed = max(self._recent_inference_ms) + self.settings.deadline_margin_ms
+            left = remaining()
+            if left < needed:
+                raise DeadlineExceededError(f"{left} ms left in this invocation; inference "
+                                            f"needs about {needed:.0f} ms")
+
+    def _check_model(self, params: dict[str, str], request: Request) -> None:
+        name = params.get("name")
+        if request.raw_response or name == self.model.name:
+            return
+        raise NotFoundError(f"unknown model {name!r}; this function serves {self.model.name!r}")
+
+    def _cache_key(self, request: Request) -> bytes | None:
+        if not self.settings.cache_size or request.raw_response:
+            return None
+        digest = hashlib.blake2b(request.body, digest_size=16)
+        for part in (request.path, request.content_type, request.headers.get("accept", ""),
+                     request.headers.get(v2.HEADER_LENGTH, ""), request.query.get("output", "")):
+            digest.update(b"\0" + part.encode())
+        return digest.digest()
+
+    # -- answers -------------------------------------------------------------------------
+
+    def _ping(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        cold = self.state.first_invocation()
+        started = time.perf_counter()
+        self.warm_up()
+        inference_ms = (time.perf_counter() - started) * 1000.0
+        held = ping.hold_ms(event)
+        if held:
+            time.sleep(held / 1000.0)
+        answer = self.state.answer(cold=cold, inference_ms=inference_ms, held_ms=held)
+        self.telemetry.log("info", "warm-up ping", **answer)
+        return answer
+
+    def warm_up(self) -> None:
+        """One real inference through the pipeline: the manifest's example, else a synthetic."""
+        manifest = self.model.artifact.manifest
+        example = manifest.example if manifest and manifest.example is not None else None
+        inputs = example if example is not None else self.pipeline.example()
+        self.model.run(self.pipeline.preprocess(inputs, {}))
+
+    def _health(self) -> dict[str, Any]:
+        return {"status": "ok", "model": self.model.name, "version": self.model.version,
+                "pipeline": self.pipeline.name, "threads": self.model.threads,
+                "graphOptimization": self.model.graph_optimization,
+                "environmentId": self.state.environment_id,
+                "initializationType": self.state.initialization_type,
+                "inputs": [s.describe() for s in self.model.inputs],
+                "outputs": [s.describe() for s in self.model.outputs]}
+
+    def _error(self, exc: OnnxLambdaError, request_id: str) -> Response:
+        if exc.status >= 500:
+            self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
+                               cause=repr(exc.__cause__) if exc.__cause__ else None)
+        return Response(exc.status, headers=dict(exc.headers), payload={
+            "error": {"type": exc.type, "message": exc.message}, "requestId": request_id})
+
+
+def _wants_npy(accept: str, *, default: bool) -> bool:
+    """Content negotiation for /predict: JSON or .npy; anything else the client insists on → 406."""
+    accept = accept.lower()
+    if not accept or "*/*" in accept:
+        return default
+    if NPY in accept or "application/octet-stream" in accept:
+        return NPY in accept or default
+    if JSON in accept or "application/*" in accept:
+        return False
+    raise NotAcceptableError(f"cannot answer in {accept!r}: accept {JSON} or {NPY}")
+

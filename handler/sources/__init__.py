@@ -1,0 +1,32 @@
+"""Event sources: each module says whether an event is its own and converts it to a ``Request``
+and a ``Response`` back to the shape that source expects. Tried in a fixed order (the most
+specific first; ``direct`` accepts anything). Add your own with ``register``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handler.sources.alb import ALB
+from handler.sources.base import EventSource
+from handler.sources.direct import DIRECT
+from handler.sources.function_url import FUNCTION_URL
+from handler.sources.http_api import HTTP_API
+from handler.sources.rest_api import REST_API
+
+SOURCES: list[EventSource] = [FUNCTION_URL, HTTP_API, REST_API, ALB, DIRECT]
+
+
+def detect(event: Any) -> EventSource:
+    for source in SOURCES:
+        if source.matches(event):
+            return source
+    return DIRECT
+
+
+def register(source: EventSource, index: int = 0) -> None:
+    """Insert a custom source (by default before all built-ins)."""
+    SOURCES.insert(index, source)
+
+
+__all__ = ["SOURCES", "EventSource", "detect", "register"]

@@ -1,0 +1,51 @@
+"""Application Load Balancer target. ALB passes query strings still URL-encoded, and wants
+multi-value headers back when the target group enabled them."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import unquote_plus
+
+from handler.http import Request, Response
+from handler.sources.base import body_of, encoded_body, lower_headers
+
+
+class AlbSource:
+    name = "alb"
+
+    def matches(self, event: Any) -> bool:
+        return isinstance(event, dict) and "elb" in (event.get("requestContext") or {})
+
+    def to_request(self, event: dict[str, Any]) -> Request:
+        multi = event.get("multiValueHeaders")
+        headers = (lower_headers({k: v[-1] for k, v in multi.items() if v}) if multi
+                   else lower_headers(event.get("headers")))
+        multi_query = event.get("multiValueQueryStringParameters")
+        raw_query = ({k: v[-1] for k, v in multi_query.items() if v} if multi_query
+                     else event.get("queryStringParameters") or {})
+        return Request(
+            method=str(event.get("httpMethod", "GET")).upper(),
+            path=event.get("path") or "/",
+            headers=headers,
+            query={unquote_plus(k): unquote_plus(str(v)) for k, v in raw_query.items()},
+            body=body_of(event),
+        )
+
+    def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
+        body, is_base64 = encoded_body(response)
+        try:
+            phrase = HTTPStatus(response.status).phrase
+        except ValueError:
+            phrase = ""
+        result: dict[str, Any] = {"statusCode": response.status,
+                                  "statusDescription": f"{response.status} {phrase}".strip(),
+                                  "body": body, "isBase64Encoded": is_base64}
+        if "multiValueHeaders" in event:
+            result["multiValueHeaders"] = {k: [v] for k, v in response.headers.items()}
+        else:
+            result["headers"] = response.headers
+        return result
+
+
+ALB = AlbSource()

@@ -1,0 +1,39 @@
+"""API Gateway HTTP API, payload format 2.0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handler.http import Request, Response
+from handler.sources.base import body_of, encoded_body, lower_headers, strip_stage
+
+
+class HttpApiSource:
+    name = "http-api"
+
+    def matches(self, event: Any) -> bool:
+        return (isinstance(event, dict) and event.get("version") == "2.0"
+                and "http" in (event.get("requestContext") or {}))
+
+    def to_request(self, event: dict[str, Any]) -> Request:
+        context = event["requestContext"]
+        http = context["http"]
+        headers = lower_headers(event.get("headers"))
+        if event.get("cookies") and "cookie" not in headers:
+            headers["cookie"] = "; ".join(event["cookies"])
+        return Request(
+            method=str(http.get("method", "GET")).upper(),
+            path=strip_stage(event.get("rawPath") or http.get("path", "/"), context.get("stage")),
+            headers=headers,
+            query=dict(event.get("queryStringParameters") or {}),
+            body=body_of(event),
+            received_epoch_ms=context.get("timeEpoch"),
+        )
+
+    def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
+        body, is_base64 = encoded_body(response)
+        return {"statusCode": response.status, "headers": response.headers, "body": body,
+                "isBase64Encoded": is_base64}
+
+
+HTTP_API = HttpApiSource()

@@ -1,0 +1,210 @@
+"""The warmer function (``handler.warmer.handler``): keeps N inference environments warm.
+
+On its schedule it invokes the inference alias N times in parallel with the warm-up ping of
+``docs/architecture.md`` (``{"warmer": true, "holdMs": H}``). Each ping holds its environment
+for ``holdMs`` so the N concurrent pings land on N distinct environments. Throttled pings are
+retried with capped, jittered exponential backoff. The report says how many distinct
+environments answered out of how many were asked, and how many of them were cold; it is
+returned, logged and emitted as one CloudWatch EMF line. Pings never count as user traffic:
+the inference handler recognises them before routing.
+
+Runs on the managed Python runtime with the standard library and boto3 only. Configuration
+(all optional except the target):
+
+- ``ONNX_LAMBDA_WARM_TARGET``: the inference function's name or ARN
+- ``ONNX_LAMBDA_WARM_QUALIFIER``: alias or version to warm (default ``live``; empty = unqualified)
+- ``ONNX_LAMBDA_WARM_CONCURRENCY``: N, the number of environments to keep warm (default 1)
+- ``ONNX_LAMBDA_WARM_HOLD_MS``: how long each ping holds its environment (default 100, max 1000)
+- ``ONNX_LAMBDA_METRICS_NAMESPACE``: EMF namespace (default ``OnnxLambda``)
+- ``AWS_ENDPOINT_URL_LAMBDA``: boto3's own endpoint override, e.g. the local emulator
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+MAX_HOLD_MS = 1000
+THROTTLE_CODES = frozenset({"TooManyRequestsException", "ThrottlingException"})
+
+
+@dataclass(frozen=True)
+class WarmConfig:
+    target: str
+    qualifier: str = "live"
+    concurrency: int = 1
+    hold_ms: int = 100
+    max_attempts: int = 5
+    base_delay_s: float = 0.05
+    max_delay_s: float = 1.0
+    namespace: str = "OnnxLambda"
+
+    def __post_init__(self) -> None:
+        if not self.target:
+            raise ValueError("the warmer needs a target: set ONNX_LAMBDA_WARM_TARGET")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if not 0 <= self.hold_ms <= MAX_HOLD_MS:
+            raise ValueError(f"hold must be within 0..{MAX_HOLD_MS} ms, got {self.hold_ms}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WarmConfig:
+        return cls(
+            target=env.get("ONNX_LAMBDA_WARM_TARGET", ""),
+            qualifier=env.get("ONNX_LAMBDA_WARM_QUALIFIER", "live"),
+            concurrency=int(env.get("ONNX_LAMBDA_WARM_CONCURRENCY", "1")),
+            hold_ms=int(env.get("ONNX_LAMBDA_WARM_HOLD_MS", "100")),
+            namespace=env.get("ONNX_LAMBDA_METRICS_NAMESPACE", "OnnxLambda"),
+        )
+
+    @property
+    def function_name(self) -> str:
+        """The bare function name (the EMF ``FunctionName`` dimension), also from an ARN."""
+        parts = self.target.split(":")
+        return parts[6] if self.target.startswith("arn:") and len(parts) > 6 else self.target
+
+
+@dataclass(frozen=True)
+class PingResult:
+    """One ping's outcome: the handler's answer, or the error that ended its attempts."""
+
+    attempts: int
+    answer: Mapping[str, Any] | None = None
+    error: str | None = None
+
+
+@functools.cache
+def make_client(concurrency: int) -> Any:
+    """A Lambda client sized for N parallel pings; retries are ours (see ``ping``), not botocore's.
+
+    Cached: a warm warmer environment reuses its client and connections. The read timeout
+    covers a cold start of the target plus the hold.
+    """
+    config = Config(
+        max_pool_connections=max(10, concurrency),
+        retries={"total_max_attempts": 1},
+        connect_timeout=5,
+        read_timeout=120,
+    )
+    return boto3.client("lambda", config=config)
+
+
+def backoff_delay(attempt: int, config: WarmConfig, rand: Callable[[], float]) -> float:
+    """Full-jitter exponential backoff before retry ``attempt`` (1-based)."""
+    return rand() * min(config.max_delay_s, config.base_delay_s * 2 ** (attempt - 1))
+
+
+def ping(
+    client: Any,
+    config: WarmConfig,
+    sleep: Callable[[float], None] = time.sleep,
+    rand: Callable[[], float] = random.random,
+) -> PingResult:
+    """Invoke the target once with the warm-up ping; retry only when throttled."""
+    request: dict[str, Any] = {
+        "FunctionName": config.target,
+        "InvocationType": "RequestResponse",
+        "Payload": json.dumps({"warmer": True, "holdMs": config.hold_ms}).encode(),
+    }
+    if config.qualifier:
+        request["Qualifier"] = config.qualifier
+    for attempt in range(1, config.max_attempts + 1):
+        try:
+            response = client.invoke(**request)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in THROTTLE_CODES and attempt < config.max_attempts:
+                sleep(backoff_delay(attempt, config, rand))
+                continue
+            return PingResult(attempts=attempt, error=code or str(exc))
+        payload = response["Payload"].read()
+        if response.get("FunctionError"):
+            return PingResult(attempts=attempt, error=f"FunctionError: {payload[:200]!r}")
+        try:
+            answer = json.loads(payload)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or not answer.get("warm"):
+            return PingResult(attempts=attempt, error=f"not a warm-up answer: {payload[:200]!r}")
+        return PingResult(attempts=attempt, answer=answer)
+    raise AssertionError("unreachable: the last attempt always returns")
+
+
+def summarize(config: WarmConfig, results: list[PingResult], elapsed_ms: float) -> dict[str, Any]:
+    """Aggregate pings into the warmer's report."""
+    answers = [r.answer for r in results if r.answer is not None]
+    environments = sorted({str(a.get("environmentId")) for a in answers})
+    errors = sorted({r.error for r in results if r.error is not None})
+    return {
+        "target": config.target,
+        "qualifier": config.qualifier,
+        "asked": config.concurrency,
+        "answered": len(answers),
+        "environments": len(environments),
+        "environmentIds": environments,
+        "cold": sum(1 for a in answers if a.get("coldStart")),
+        "failed": len(results) - len(answers),
+        "retries": sum(r.attempts - 1 for r in results),
+        "errors": errors,
+        "elapsedMs": round(elapsed_ms, 1),
+    }
+
+
+def emf_line(config: WarmConfig, report: Mapping[str, Any], now_ms: int) -> str:
+    """One CloudWatch Embedded Metric Format line with the report's counts."""
+    metrics = {
+        "WarmerAsked": report["asked"],
+        "WarmerEnvironments": report["environments"],
+        "WarmerColdStarts": report["cold"],
+        "WarmerFailures": report["failed"],
+        "WarmerRetries": report["retries"],
+    }
+    document: dict[str, Any] = {
+        "_aws": {
+            "Timestamp": now_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": config.namespace,
+                "Dimensions": [["FunctionName"]],
+                "Metrics": [{"Name": name, "Unit": "Count"} for name in metrics],
+            }],
+        },
+        "FunctionName": config.function_name,
+        **metrics,
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def warm(
+    config: WarmConfig,
+    client: Any = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Send N pings in parallel and return the aggregated report."""
+    client = client or make_client(config.concurrency)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+        futures = [pool.submit(ping, client, config, sleep) for _ in range(config.concurrency)]
+        results = [future.result() for future in futures]
+    return summarize(config, results, (time.perf_counter() - started) * 1000)
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """Entry point: scheduled by EventBridge; the event's content is not used."""
+    config = WarmConfig.from_env(os.environ)
+    report = warm(config)
+    print(emf_line(config, report, int(time.time() * 1000)), flush=True)
+    print(json.dumps({"message": "warmer report", **report}), flush=True)
+    return report

@@ -1,0 +1,56 @@
+"""Shared fixtures: tiny generated models and services built from them (no module reloads:
+``handler.app.create`` takes settings, and settings take an environment mapping)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import models
+
+EVENTS = Path(__file__).parent / "events"
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("models")
+    models.linear(folder / "linear.onnx")
+    models.multi_io(folder / "multi_io.onnx")
+    models.gather(folder / "gather.onnx")
+    return folder
+
+
+class Context:
+    """What the Lambda runtime passes as ``context`` (the attributes the handler reads)."""
+
+    def __init__(self, request_id: str = "req-1", remaining_ms: int = 30_000) -> None:
+        self.aws_request_id = request_id
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+@pytest.fixture
+def make_service() -> Callable[..., Any]:
+    """Build a ``Service`` for a model path with ONNX_LAMBDA_* overrides; logs are captured."""
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    def build(model: Path, **env: str) -> Any:
+        variables = {"ONNX_LAMBDA_MODEL": str(model),
+                     **{f"ONNX_LAMBDA_{k.upper()}": v for k, v in env.items()}}
+        service = create(Settings.from_env(variables))
+        service.telemetry.stream = io.StringIO()
+        return service
+
+    return build
+
+
+@pytest.fixture
+def linear_service(make_service: Callable[..., Any], model_dir: Path) -> Any:
+    return make_service(model_dir / "linear.onnx")

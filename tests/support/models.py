@@ -1,0 +1,72 @@
+"""Tiny ONNX models generated with ``onnx.helper`` for the tests (no files checked in)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+OPSET = 17
+WEIGHTS = np.arange(8, dtype=np.float32).reshape(4, 2)  # linear(): y = x @ WEIGHTS
+
+
+def _save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def linear(path: Path) -> Path:
+    """x: float32[batch, 4] → y: float32[batch, 2]."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])
+    w = helper.make_tensor("W", TensorProto.FLOAT, [4, 2], WEIGHTS.ravel().tolist())
+    node = helper.make_node("MatMul", ["x", "W"], ["y"])
+    return _save(helper.make_graph([node], "linear", [x], [y], [w]), path)
+
+
+def multi_io(path: Path) -> Path:
+    """a: float32[batch, 3], ids: int64[batch, 2] → total: float32[batch, 1] (row sum of a),
+    doubled: int64[batch, 2] (ids * 2)."""
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", 3])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 2])
+    total = helper.make_tensor_value_info("total", TensorProto.FLOAT, ["batch", 1])
+    doubled = helper.make_tensor_value_info("doubled", TensorProto.INT64, ["batch", 2])
+    nodes = [
+        helper.make_node("ReduceSum", ["a", "axes"], ["total"], keepdims=1),
+        helper.make_node("Mul", ["ids", "two"], ["doubled"]),
+    ]
+    inits = [helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("two", TensorProto.INT64, [], [2])]
+    return _save(helper.make_graph(nodes, "multi_io", [a, ids], [total, doubled], inits), path)
+
+
+def gather(path: Path) -> Path:
+    """index: int64[1] → value: float32[1], a Gather from a 3-element table: an index out of
+    range fails inside session.run (the runtime-failure model; zeros, the warm-up, succeed)."""
+    index = helper.make_tensor_value_info("index", TensorProto.INT64, [1])
+    value = helper.make_tensor_value_info("value", TensorProto.FLOAT, [1])
+    table = helper.make_tensor("table", TensorProto.FLOAT, [3], [10.0, 20.0, 30.0])
+    node = helper.make_node("Gather", ["table", "index"], ["value"])
+    return _save(helper.make_graph([node], "gather", [index], [value], [table]), path)
+
+
+ONNX_TYPES = {
+    "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
+    "int8": TensorProto.INT8, "int16": TensorProto.INT16, "int32": TensorProto.INT32,
+    "int64": TensorProto.INT64, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
+    "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64, "bool": TensorProto.BOOL,
+}
+
+
+def identity(path: Path, dtype: str, rank: int) -> Path:
+    """x: dtype[d0, …] (all dims dynamic) → y: the same tensor."""
+    dims = [f"d{i}" for i in range(rank)]
+    x = helper.make_tensor_value_info("x", ONNX_TYPES[dtype], dims)
+    y = helper.make_tensor_value_info("y", ONNX_TYPES[dtype], dims)
+    node = helper.make_node("Identity", ["x"], ["y"])
+    return _save(helper.make_graph([node], f"identity_{dtype}", [x], [y]), path)
