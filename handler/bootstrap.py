@@ -11,6 +11,7 @@ import time
 import onnxruntime
 
 from handler import artifact, pipelines
+from handler.errors import ModelLoadError
 from handler.model import Model, threads_for, visible_cpus
 from handler.service import Service
 from handler.settings import Settings
@@ -33,6 +34,9 @@ def create(settings: Settings) -> Service:
     durations = {"model-load": (loaded - started) * 1000.0}
     service = Service(settings, model, pipeline, telemetry, durations)
     if settings.warmup:
-        service.warm_up()
+        try:
+            service.warm_up()
+        except Exception as exc:  # a bad example or a model that cannot run at all
+            raise ModelLoadError(f"warm-up inference failed: {exc}") from exc
         durations["warmup"] = (time.perf_counter() - loaded) * 1000.0
     return service

@@ -61,6 +61,8 @@ def check(arrays: Mapping[str, np.ndarray], specs: Iterable[TensorSpec]) -> dict
 
 def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
     kind, want = array.dtype.kind, spec.dtype
+    if array.size == 0:  # JSON's [] carries no dtype: any empty array fits
+        return array.astype(want, copy=False)
     if spec.datatype == "BYTES":
         if kind in "USO" and (kind != "O" or all(isinstance(v, str | bytes) for v in array.flat)):
             return array.astype(object, copy=False)

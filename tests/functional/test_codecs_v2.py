@@ -1,0 +1,119 @@
+"""Open Inference Protocol V2: JSON and binary-tensor requests, metadata, health routes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+
+from handler.codecs.v2 import HEADER_LENGTH
+from tests.conftest import Context
+from tests.functional.test_handler_errors import http_event
+
+
+@pytest.fixture
+def multi(make_service: Any, model_dir: Any) -> Any:
+    return make_service(model_dir / "multi_io.onnx")
+
+
+def infer(service: Any, body: bytes | str, headers: dict[str, str] | None = None,
+          model: str = "multi_io") -> dict[str, Any]:
+    return service(http_event(path=f"/v2/models/{model}/infer", body=body, headers=headers),
+                   Context())
+
+
+A = np.array([[1.0, 2.0, 3.5], [0.5, 0.25, 4.0]], dtype=np.float32)
+IDS = np.array([[1, 2], [3, -4]], dtype=np.int64)
+
+
+def test_json_request_json_response(multi: Any) -> None:
+    body = {"id": "r1", "inputs": [
+        {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": A.ravel().tolist()},
+        {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": IDS.tolist()}]}
+    result = infer(multi, json.dumps(body))
+    answer = json.loads(result["body"])
+    assert answer["id"] == "r1" and answer["model_name"] == "multi_io"
+    outputs = {o["name"]: o for o in answer["outputs"]}
+    assert outputs["total"]["datatype"] == "FP32" and outputs["total"]["shape"] == [2, 1]
+    np.testing.assert_allclose(outputs["total"]["data"], A.sum(axis=1))
+    assert outputs["doubled"]["data"] == (IDS * 2).ravel().tolist()
+
+
+def test_binary_request_binary_response(multi: Any) -> None:
+    header = json.dumps({"inputs": [
+        {"name": "a", "datatype": "FP32", "shape": [2, 3],
+         "parameters": {"binary_data_size": A.nbytes}},
+        {"name": "ids", "datatype": "INT64", "shape": [2, 2],
+         "parameters": {"binary_data_size": IDS.nbytes}}],
+        "outputs": [{"name": "doubled", "parameters": {"binary_data": True}}]}).encode()
+    body = header + A.tobytes() + IDS.tobytes()
+    result = infer(multi, body, {HEADER_LENGTH: str(len(header)),
+                                 "content-type": "application/octet-stream"})
+    assert result["statusCode"] == 200 and result["isBase64Encoded"] is True
+    raw = base64.b64decode(result["body"])
+    cut = int(result["headers"][HEADER_LENGTH])
+    answer = json.loads(raw[:cut])
+    (out,) = answer["outputs"]
+    assert out["name"] == "doubled" and out["parameters"]["binary_data_size"] == IDS.nbytes
+    np.testing.assert_array_equal(np.frombuffer(raw[cut:], "<i8").reshape(2, 2), IDS * 2)
+
+
+def test_binary_overrun_is_400(multi: Any) -> None:
+    header = json.dumps({"inputs": [{"name": "a", "datatype": "FP32", "shape": [2, 3],
+                                     "parameters": {"binary_data_size": 999}}]}).encode()
+    result = infer(multi, header + b"\0" * 8, {HEADER_LENGTH: str(len(header))})
+    assert result["statusCode"] == 400
+
+
+def test_bytes_elements_are_length_prefixed() -> None:
+    from handler.codecs.v2 import _from_bytes, _to_bytes
+
+    values = np.array(["héllo", "", "x"], dtype=object)
+    raw = _to_bytes(values, "BYTES")
+    assert raw[:4] == struct.pack("<I", len("héllo".encode()))
+    assert _from_bytes(raw, "BYTES", 3, "s", [3]).tolist() == values.tolist()
+
+
+@pytest.mark.parametrize(("change", "kind"), [
+    ({"datatype": "FP99"}, "InvalidInput"),
+    ({"shape": [2, 2]}, "InvalidInput"),
+    ({"name": "zzz"}, "InvalidInput"),
+    ({"shape": "2x3"}, "InvalidInput"),
+])
+def test_v2_input_errors(multi: Any, change: dict[str, Any], kind: str) -> None:
+    good = {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": A.ravel().tolist()}
+    ids = {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": IDS.ravel().tolist()}
+    result = infer(multi, json.dumps({"inputs": [{**good, **change}, ids]}))
+    assert result["statusCode"] == 400
+    assert json.loads(result["body"])["error"]["type"] == kind
+
+
+def test_missing_input_names_what_is_missing(multi: Any) -> None:
+    body = {"inputs": [{"name": "a", "datatype": "FP32", "shape": [2, 3],
+                        "data": A.ravel().tolist()}]}
+    answer = json.loads(infer(multi, json.dumps(body))["body"])
+    assert "'ids'" in answer["error"]["message"]
+
+
+def test_metadata_and_health(multi: Any) -> None:
+    meta = json.loads(multi(http_event("GET", "/v2/models/multi_io", ""), Context())["body"])
+    assert meta["name"] == "multi_io"
+    assert meta["inputs"] == [{"name": "a", "datatype": "FP32", "shape": [-1, 3]},
+                              {"name": "ids", "datatype": "INT64", "shape": [-1, 2]}]
+    for path in ("/v2/health/ready", "/v2/health/live", "/v2/models/multi_io/ready", "/v2"):
+        assert multi(http_event("GET", path, ""), Context())["statusCode"] == 200, path
+    assert multi(http_event("GET", "/v2/models/nope", ""), Context())["statusCode"] == 404
+
+
+def test_direct_invocation_of_a_v2_request(multi: Any) -> None:
+    event = {"inputs": [
+        {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": A.ravel().tolist()},
+        {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": IDS.ravel().tolist()}],
+        "parameters": {"binary_data_output": True}}
+    answer = multi(event, Context())
+    assert {o["name"] for o in answer["outputs"]} == {"total", "doubled"}
+    assert all("data" in o for o in answer["outputs"])  # JSON only when invoked directly

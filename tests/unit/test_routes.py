@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pytest
+
+from handler.errors import MethodNotAllowedError, NotFoundError
+from handler.routes import match
+
+
+@pytest.mark.parametrize(("method", "path", "operation", "params"), [
+    ("POST", "/predict", "predict", {}),
+    ("POST", "/predict/", "predict", {}),
+    ("POST", "/v2/models/m/infer", "v2_infer", {"name": "m"}),
+    ("POST", "/v2/models/m/versions/2/infer", "v2_infer", {"name": "m", "version": "2"}),
+    ("GET", "/v2/models/m", "v2_metadata", {"name": "m"}),
+    ("GET", "/v2/models/m/ready", "v2_model_ready", {"name": "m"}),
+    ("GET", "/v2/health/ready", "ready", {}),
+    ("GET", "/v2/health/live", "live", {}),
+    ("GET", "/health", "health", {}),
+])
+def test_routes(method: str, path: str, operation: str, params: dict[str, str]) -> None:
+    assert match(method, path) == (operation, params)
+
+
+def test_unknown_path_is_404() -> None:
+    with pytest.raises(NotFoundError):
+        match("GET", "/v2/models/m/infer/extra")
+
+
+def test_wrong_method_is_405_with_allow() -> None:
+    with pytest.raises(MethodNotAllowedError) as info:
+        match("GET", "/predict")
+    assert info.value.headers == {"allow": "POST"}

@@ -1,0 +1,64 @@
+"""The per-request line must be valid CloudWatch EMF (the spec's required members) and the
+Server-Timing header must parse as the W3C grammar expects."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+from handler.telemetry import StageTimer, Telemetry, server_timing
+
+
+def emit(cold: bool, metrics: bool = True) -> dict:
+    stream = io.StringIO()
+    telemetry = Telemetry(namespace="NS", function_name="fn", metrics=metrics, level="info",
+                          stream=stream)
+    durations = {"decode": 0.01, "inference": 0.2, "encode": 0.02, "total": 0.3,
+                 "model-load": 12.0, "init": 80.0, "imports": 50.0}
+    telemetry.request(durations, request_id="r", cold=cold, fields={"status": 200})
+    (line,) = stream.getvalue().splitlines()
+    return json.loads(line)
+
+
+def test_emf_document_matches_the_specification() -> None:
+    record = emit(cold=True)
+    aws = record["_aws"]
+    assert isinstance(aws["Timestamp"], int)
+    (directive,) = aws["CloudWatchMetrics"]
+    assert directive["Namespace"] == "NS"
+    for dimension_set in directive["Dimensions"]:
+        for dimension in dimension_set:
+            assert isinstance(record[dimension], str)
+    names = {m["Name"] for m in directive["Metrics"]}
+    assert names == {"Decode", "Inference", "Encode", "Latency", "ModelLoad", "InitDuration",
+                     "ColdStart"}
+    for metric in directive["Metrics"]:
+        assert isinstance(record[metric["Name"]], int | float)
+        assert metric["Unit"] in ("Milliseconds", "Count")
+    assert record["ColdStart"] == 1 and record["requestId"] == "r"
+
+
+def test_warm_request_has_no_init_metrics() -> None:
+    record = emit(cold=False)
+    names = {m["Name"] for m in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert "InitDuration" not in names and record["ColdStart"] == 0
+
+
+def test_metrics_off_still_logs_the_request() -> None:
+    record = emit(cold=False, metrics=False)
+    assert "_aws" not in record and record["message"] == "request"
+
+
+def test_server_timing_grammar() -> None:
+    header = server_timing({"decode": 0.0123, "inference": 1.5}, cold=True)
+    entry = re.compile(r'[a-z-]+(;dur=\d+\.\d+)?(;desc="[^"]*")?')
+    assert all(entry.fullmatch(part) for part in header.split(", "))
+    assert header.startswith("decode;dur=0.012, inference;dur=1.500")
+
+
+def test_stage_timer_accumulates() -> None:
+    timer = StageTimer()
+    timer.mark("a")
+    timer.mark("a")
+    assert set(timer.durations) == {"a"} and timer.total_ms() >= timer.durations["a"]
