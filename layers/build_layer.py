@@ -64,9 +64,9 @@ def _prunable(root: Path) -> Iterator[Path]:
         if (root / rel).is_dir():
             yield root / rel
     for path in sorted(root.rglob("*")):
-        if path.is_dir() and path.name in PRUNED_DIR_NAMES:
-            yield path
-        elif path.is_file() and path.suffix in PRUNED_SUFFIXES:
+        pruned_dir = path.is_dir() and path.name in PRUNED_DIR_NAMES
+        pruned_file = path.is_file() and path.suffix in PRUNED_SUFFIXES
+        if pruned_dir or pruned_file:
             yield path
 
 
