@@ -8,9 +8,13 @@ does per-request work only. A broken model fails here, loudly, so Lambda reports
 
 from __future__ import annotations
 
+import os
 import time
 
 _T0 = time.perf_counter()
+# numpy's OpenBLAS starts one thread per CPU at import; the handler never calls BLAS (ONNX
+# Runtime has its own pool), so one thread makes the import faster and the process smaller.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from handler.bootstrap import create  # noqa: E402  (imports numpy + onnxruntime: timed)
 from handler.settings import Settings  # noqa: E402

@@ -6,15 +6,11 @@ message that says what was expected, so the runtime reports a clear ``Runtime.In
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from handler.errors import ModelLoadError
 from handler.manifest import FILENAME, Manifest
-
-log = logging.getLogger("onnx_lambda")
 
 MODEL_SUFFIXES = (".onnx", ".ort")
 
@@ -25,6 +21,7 @@ class Artifact:
     manifest: Manifest | None
     optimized_offline: bool  # graph optimizations already applied for this onnxruntime version
     source: str  # what ONNX_LAMBDA_MODEL said
+    warning: str = ""  # something init should log (e.g. a fallback to the portable model)
 
 
 def resolve(location: str, *, ort_version: str, verify: str, cache_dir: str) -> Artifact:
@@ -53,12 +50,11 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
         return Artifact(candidates[0], None, candidates[0].suffix == ".ort", location)
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelLoadError(f"{folder / FILENAME}: invalid manifest: {exc}") from exc
-    chosen = manifest.model
+    chosen, warning = manifest.model, ""
     optimized = manifest.optimization != "none" or chosen.endswith(".ort")
     if optimized and manifest.onnxruntime != ort_version:
-        log.warning(
-            "model %s was optimized for onnxruntime %s, this is %s: loading the portable %s",
-            manifest.name, manifest.onnxruntime, ort_version, manifest.portable)
+        warning = (f"model {manifest.name} was optimized for onnxruntime {manifest.onnxruntime}, "
+                   f"this is {ort_version}: loading the portable {manifest.portable}")
         chosen, optimized = manifest.portable, False
     path = folder / chosen
     if not path.is_file():
@@ -66,10 +62,13 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
     if verify:
         for name, expected in manifest.files.items():
             _check_sha256(folder / name, expected)
-    return Artifact(path, manifest, optimized, location)
+    return Artifact(path, manifest, optimized, location, warning)
 
 
 def _check_sha256(path: Path, expected: str) -> None:
+    # hashlib loads OpenSSL (a few ms): only artifacts that are verified pay for it.
+    import hashlib
+
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as fh:

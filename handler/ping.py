@@ -3,8 +3,8 @@ as business traffic."""
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ class EnvironmentState:
     """Per execution environment: identity, age, and whether it has served anything yet."""
 
     initialization_type: str
-    environment_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    environment_id: str = field(default_factory=lambda: os.urandom(8).hex())
     started: float = field(default_factory=time.monotonic)
     invoked: bool = False  # any invocation, ping or business
     requests_served: int = 0  # business requests only
@@ -42,7 +42,7 @@ class EnvironmentState:
 
     def refresh(self) -> None:
         """After a SnapStart restore: a new environment that shares the snapshot's memory."""
-        self.environment_id = uuid.uuid4().hex[:16]
+        self.environment_id = os.urandom(8).hex()
         self.started = time.monotonic()
         self.invoked = False
         self.requests_served = 0

@@ -7,10 +7,8 @@ the request id, and the environment stays warm and clean for the next request.
 
 from __future__ import annotations
 
-import hashlib
+import os
 import time
-import traceback
-import uuid
 from collections import OrderedDict, deque
 from typing import Any
 
@@ -49,7 +47,7 @@ class Service:
 
     def __call__(self, event: Any, context: Any) -> Any:
         timer = StageTimer()
-        request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
+        request_id = getattr(context, "aws_request_id", None) or os.urandom(16).hex()
         if ping.is_ping(event):
             return self._ping(event, context)
         cold = self.state.first_invocation()
@@ -65,6 +63,8 @@ class Service:
             response = self._error(exc, request_id)
             fields["errorType"] = exc.type
         except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
+            import traceback  # rare path: keep its import off the cold start
+
             self.telemetry.log("error", "unhandled error", requestId=request_id,
                                error=repr(exc), traceback=traceback.format_exc())
             response = self._error(OnnxLambdaError("internal error; see the function's logs"),
@@ -181,6 +181,8 @@ class Service:
     def _cache_key(self, request: Request) -> bytes | None:
         if not self.settings.cache_size or request.raw_response:
             return None
+        import hashlib  # only when the cache is on: OpenSSL's load stays off the cold start
+
         digest = hashlib.blake2b(request.body, digest_size=16)
         for part in (request.path, request.content_type, request.headers.get("accept", ""),
                      request.headers.get(v2.HEADER_LENGTH, ""), request.query.get("output", "")):

@@ -3,9 +3,7 @@ multi-value headers back when the target group enabled them."""
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
-from urllib.parse import unquote_plus
 
 from handler.http import Request, Response
 from handler.sources.base import body_of, encoded_body, lower_headers
@@ -18,6 +16,9 @@ class AlbSource:
         return isinstance(event, dict) and "elb" in (event.get("requestContext") or {})
 
     def to_request(self, event: dict[str, Any]) -> Request:
+        # Imported here: only ALB targets need URL decoding, the other sources pay nothing.
+        from urllib.parse import unquote_plus
+
         multi = event.get("multiValueHeaders")
         headers = (lower_headers({k: v[-1] for k, v in multi.items() if v}) if multi
                    else lower_headers(event.get("headers")))
@@ -33,6 +34,8 @@ class AlbSource:
         )
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
+        from http import HTTPStatus  # ALB only (see to_request)
+
         body, is_base64 = encoded_body(response)
         try:
             phrase = HTTPStatus(response.status).phrase

@@ -1,0 +1,173 @@
+"""Handler cost against the floor, measured side by side in one run (issue: runtime handler).
+
+    python -m onnx_lambda.bench.handler [--model models/digits] [--repeat 15]
+
+- cold init: fresh interpreter → ready, interleaved (floor, ours, floor, ours, …). The floor is
+  ``import numpy, onnxruntime; InferenceSession(portable model); run()``; ours is
+  ``import handler.app`` (settings, artifact, session, pipeline, warm-up inference).
+- warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
+  with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
+- peak RSS after init of each cold process (ru_maxrss).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from onnx_lambda.bench.stats import interleave, percentile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Each child prints one JSON line: its own view of the init, and its peak RSS.
+_FLOOR = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+import numpy as np, onnxruntime as ort
+t1 = time.perf_counter()
+session = ort.InferenceSession(sys.argv[1])
+t2 = time.perf_counter()
+feeds = {i.name: np.asarray(v, dtype=np.float32 if 'float' in i.type else np.int64)
+         for i, v in zip(session.get_inputs(), json.loads(sys.argv[2]))}
+session.run(None, feeds)
+t3 = time.perf_counter()
+print(json.dumps({"imports": (t1 - t0) * 1e3, "load": (t2 - t1) * 1e3, "run": (t3 - t2) * 1e3,
+                  "init": (t3 - t0) * 1e3,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+_OURS = """
+import json, resource, time
+t0 = time.perf_counter()
+import handler.app as app
+d = app.SERVICE.init_durations
+print(json.dumps({"imports": d["imports"], "load": d["model-load"], "run": d.get("warmup", 0.0),
+                  "init": (time.perf_counter() - t0) * 1e3,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def floor_inputs(model: Path) -> tuple[Path, list[Any]]:
+    """The portable model file and one example input per model input (as nested lists)."""
+    from handler.artifact import resolve
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    found = resolve(str(model), ort_version="", verify="never", cache_dir="/tmp")
+    portable = found.path if found.manifest is None else model / found.manifest.portable
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
+    example = service.pipeline.example() if found.manifest is None or \
+        found.manifest.example is None else found.manifest.example
+    feeds = service.pipeline.preprocess(example, {})
+    return portable, [feeds[spec.name].tolist() for spec in service.model.inputs]
+
+
+def _child(code: str, args: list[str], env: dict[str, str]) -> dict[str, float]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    wall = (time.perf_counter() - started) * 1e3
+    return {**json.loads(out.strip().splitlines()[-1]), "wall": wall}
+
+
+def cold(model: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
+    portable, inputs = floor_inputs(model)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ONNX_LAMBDA_MODEL": str(model),
+           "ONNX_LAMBDA_LOG_LEVEL": "warning"}
+    floor_args = [str(portable), json.dumps(inputs)]
+    return interleave({
+        "floor": lambda: _child(_FLOOR, floor_args, env),
+        "onnx-lambda": lambda: _child(_OURS, [], env),
+    }, repeat)
+
+
+def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float]]:
+    """Microseconds per call for bare ``session.run`` and for the full handler."""
+    os.environ["ONNX_LAMBDA_MODEL"] = str(model)
+    os.environ.setdefault("ONNX_LAMBDA_LOG_LEVEL", "warning")
+    import handler.app as app
+
+    service = app.SERVICE
+    service.telemetry.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the run)
+    example = (service.model.artifact.manifest.example
+               if service.model.artifact.manifest and service.model.artifact.manifest.example
+               is not None else service.pipeline.example())
+    feeds = service.pipeline.preprocess(example, {})
+    event = {"version": "2.0", "rawPath": "/predict", "headers": {
+        "content-type": "application/json"}, "requestContext": {
+        "http": {"method": "POST", "path": "/predict"}, "stage": "$default"},
+        "body": json.dumps({"inputs": example}), "isBase64Encoded": False}
+
+    class Context:
+        aws_request_id = "bench"
+
+        @staticmethod
+        def get_remaining_time_in_millis() -> int:
+            return 60_000
+
+    session, names = service.model.session, [o.name for o in service.model.outputs]
+    ctx = Context()
+    assert app.handler(event, ctx)["statusCode"] == 200
+
+    def timed(call: Any) -> list[float]:
+        samples = []
+        for _ in range(iterations // blocks):
+            started = time.perf_counter_ns()
+            call()
+            samples.append((time.perf_counter_ns() - started) / 1e3)
+        return samples
+
+    results: dict[str, list[float]] = {"session.run": [], "handler": []}
+    for _ in range(blocks):
+        results["session.run"] += timed(lambda: session.run(names, feeds))
+        results["handler"] += timed(lambda: app.handler(event, ctx))
+    return results
+
+
+def default_model() -> Path:
+    digits = ROOT / "models" / "digits"
+    if (digits / "model.json").exists():
+        return digits
+    from tests.support.models import linear
+
+    return linear(Path(tempfile.mkdtemp()) / "linear.onnx")
+
+
+def report(model: Path, repeat: int, iterations: int) -> str:
+    cold_runs = cold(model, repeat)
+    warm_runs = warm(model, iterations)
+    lines = [f"model: {model}", "",
+             "| cold init (fresh process) | floor | onnx-lambda | ratio |", "|---|---|---|---|"]
+    for key, label in (("wall", "spawn → ready, median ms"), ("init", "in-process init, ms"),
+                       ("imports", "imports, ms"), ("load", "session load, ms"),
+                       ("run", "first run / warm-up, ms"), ("rss_mb", "peak RSS, MB")):
+        f = percentile([r[key] for r in cold_runs["floor"]], 50)
+        o = percentile([r[key] for r in cold_runs["onnx-lambda"]], 50)
+        lines.append(f"| {label} | {f:.2f} | {o:.2f} | {o / f:.2f}× |")
+    run, full = warm_runs["session.run"], warm_runs["handler"]
+    lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
+    for label, samples in (("bare session.run", run), ("handler(event, ctx)", full)):
+        lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
+    lines.append(f"| handler overhead | {percentile(full, 50) - percentile(run, 50):.1f} | "
+                 f"{percentile(full, 99) - percentile(run, 99):.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=15, help="cold processes per side")
+    parser.add_argument("--iterations", type=int, default=20_000, help="warm calls per side")
+    args = parser.parse_args(argv)
+    print(report(args.model or default_model(), args.repeat, args.iterations))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Statistics shared by every benchmark: percentiles and interleaved scenarios.
+
+(Started by the handler benchmark; extend here rather than adding a second stats module.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
+    if not samples:
+        return math.nan
+    ordered = sorted(samples)
+    rank = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def interleave(scenarios: dict[str, Callable[[], T]], repeat: int) -> dict[str, list[T]]:
+    """Run A B C A B C … ``repeat`` times so slow machine drift hits every scenario alike."""
+    results: dict[str, list[T]] = {name: [] for name in scenarios}
+    for _ in range(repeat):
+        for name, run in scenarios.items():
+            results[name].append(run())
+    return results
+
+
+PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def summary(samples: Sequence[float]) -> dict[str, float]:
+    """n, mean, min, max and the reported percentiles (keys ``p50``, ``p95``, ``p99``,
+    ``p99.9``) of one set of samples; NaN everywhere for an empty set."""
+    values = [float(v) for v in samples]
+    out: dict[str, float] = {"n": float(len(values)),
+                             "mean": math.fsum(values) / len(values) if values else math.nan,
+                             "min": min(values, default=math.nan),
+                             "max": max(values, default=math.nan)}
+    for q in PERCENTILES:
+        out[f"p{q:g}"] = percentile(values, q)
+    return out
+
+
+def median(samples: Sequence[float]) -> float:
+    return percentile(samples, 50.0)
+
+
+def ratio(value: float, baseline: float) -> float:
+    """``value / baseline``; NaN when either is missing or the baseline is zero."""
+    if not (math.isfinite(value) and math.isfinite(baseline)) or baseline == 0:
+        return math.nan
+    return value / baseline
+
+
+def cdf(samples: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Sorted values and their cumulative fractions (for CDF plots)."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    return ordered, [(i + 1) / n for i in range(n)]
