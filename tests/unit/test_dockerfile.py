@@ -1,0 +1,105 @@
+"""handler/Dockerfile, parsed (dockerfile-parse), against the template and the requirements."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+from tests.support import cfn
+
+DOCKERFILE = cfn.ROOT / "handler" / "Dockerfile"
+
+
+@pytest.fixture(scope="module")
+def parsed() -> DockerfileParser:
+    return DockerfileParser(path=str(DOCKERFILE))
+
+
+def instructions(parsed: DockerfileParser, name: str) -> list[str]:
+    return [i["value"] for i in parsed.structure if i["instruction"] == name]
+
+
+def stages(parsed: DockerfileParser) -> list[list[dict[str, Any]]]:
+    result: list[list[dict[str, Any]]] = []
+    for item in parsed.structure:
+        if item["instruction"] == "FROM":
+            result.append([])
+        if result:
+            result[-1].append(item)
+    return result
+
+
+def test_every_stage_is_the_aws_lambda_python_312_base_image(parsed: DockerfileParser) -> None:
+    assert parsed.parent_images == ["public.ecr.aws/lambda/python:3.12"] * 2
+    assert len(stages(parsed)) == 2  # dependencies built apart, copied without pip or caches
+
+
+def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfileParser) -> None:
+    deps = stages(parsed)[0]
+    copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
+    assert ["layers/requirements.txt", "layers/build_layer.py", "/build/"] in copies
+    (run,) = [i["value"] for i in deps if i["instruction"] == "RUN"]
+    steps = [shlex.split(step) for step in run.split("&&")]
+    pip = next(step for step in steps if step[:2] == ["pip", "install"])
+    assert pip[pip.index("-r") + 1] == "/build/requirements.txt"
+    assert {"--no-cache-dir", "--no-deps", "--only-binary=:all:"} <= set(pip)
+    assert ["python", "/build/build_layer.py", "prune", "/deps"] in steps
+    assert any(step[:3] == ["python", "-m", "compileall"] for step in steps)
+
+
+def test_final_stage_copies_code_and_model_and_runs_the_handler(parsed: DockerfileParser) -> None:
+    final = stages(parsed)[1]
+    copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
+    assert ["--from=deps", "/deps", "${LAMBDA_TASK_ROOT}"] in copies
+    assert ["handler/", "${LAMBDA_TASK_ROOT}/handler/"] in copies
+    assert ["models/${MODEL}/", "${LAMBDA_TASK_ROOT}/models/${MODEL}/"] in copies
+    assert any("compileall" in i["value"] for i in final if i["instruction"] == "RUN")
+    assert json.loads(instructions(parsed, "CMD")[-1]) == ["handler.app.handler"]
+
+
+def test_model_build_arg_matches_the_template(parsed: DockerfileParser) -> None:
+    source = cfn.load()
+    (model_arg,) = [v for v in instructions(parsed, "ARG") if v.startswith("MODEL=")]
+    build_args = source["Resources"]["InferenceFunction"]["Metadata"]["DockerBuildArgs"]
+    assert model_arg == f"MODEL={build_args['MODEL']}"
+    assert source["Parameters"]["ModelPath"]["Default"] == f"models/{build_args['MODEL']}"
+    command = source["Resources"]["InferenceFunction"]["Properties"]["ImageConfig"]["Command"]
+    assert command == json.loads(instructions(parsed, "CMD")[-1])
+
+
+def test_dockerignore_lets_every_copied_source_into_the_context(
+        parsed: DockerfileParser) -> None:
+    patterns = [line for line in (cfn.ROOT / ".dockerignore").read_text().splitlines()
+                if line and not line.startswith("#")]
+
+    def included(path: str) -> bool:
+        verdict = True
+        for pattern in patterns:
+            negated = pattern.startswith("!")
+            body = pattern.lstrip("!").rstrip("/")
+            if fnmatch.fnmatch(path, body) or path.startswith(body + "/"):
+                verdict = negated
+        return verdict
+
+    from_context = [shlex.split(v) for v in instructions(parsed, "COPY")
+                    if not v.startswith("--from")]
+    sources = [source for args in from_context for source in args[:-1]]
+    for source in sources:
+        path = source.replace("${MODEL}", "digits").rstrip("/")
+        assert included(path), f"{source} is excluded by .dockerignore"
+    assert not included(".venv") and not included("tests")
+
+
+def test_requirements_are_pinned_and_feed_pyproject() -> None:
+    lines = [line.strip() for line in (cfn.ROOT / "layers" / "requirements.txt").read_text()
+             .splitlines() if line.strip() and not line.startswith("#")]
+    names = {line.split("==")[0] for line in lines}
+    assert names == {"numpy", "onnxruntime"}
+    assert all("==" in line for line in lines)
+    assert 'file = ["layers/requirements.txt"]' in Path(cfn.ROOT / "pyproject.toml").read_text()
