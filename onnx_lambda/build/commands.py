@@ -1,0 +1,157 @@
+"""``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
+name (``digits``, ``minilm``). Exit codes: 0 built, 2 bad arguments, 3 not a valid ONNX model,
+4 unsupported operators, 5 accuracy gate failed, 6 output not writable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "build-model", help="optimize, quantize and package a model for Lambda",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("source", metavar="SOURCE", help="an .onnx file, or: digits, minilm")
+    parser.add_argument("-o", "--output", required=True, type=Path,
+                        help="the model folder to write (e.g. models/NAME)")
+    model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
+    model.add_argument("--name", help="model name (default: the output folder's name)")
+    model.add_argument("--pipeline", default="tensor",
+                       help="tensor | classifier | text-embedding | package.module")
+    model.add_argument("--pipeline-option", action="append", default=[], metavar="KEY=JSON",
+                       help="a pipeline setting, e.g. max_length=128 (repeatable)")
+    model.add_argument("--labels", type=Path, help="a text file, one class label per line")
+    model.add_argument("--file", action="append", type=Path, default=[], dest="files",
+                       help="a file to ship beside the model, e.g. tokenizer.json (repeatable)")
+    steps = parser.add_argument_group("steps")
+    steps.add_argument("--no-optimize", action="store_false", dest="optimize",
+                       help="skip the offline onnxruntime optimization")
+    steps.add_argument("--opt-level", choices=("basic", "extended", "all"), default="extended",
+                       help="offline optimization level (default: extended; 'all' adds "
+                            "CPU-specific layouts)")
+    steps.add_argument("--ort-format", action="store_true",
+                       help="save the optimized model in ORT format (.ort)")
+    steps.add_argument("--fuse", choices=("auto", "bert", "none"), default="auto",
+                       help="transformer fusions (auto: when the model takes input_ids and "
+                            "attention_mask)")
+    steps.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=None,
+                       help="dynamic INT8 quantization (default: off; on for minilm)")
+    steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
+                       help="operator types to quantize (default: MatMul,Attention)")
+    steps.add_argument("--max-fp32-nodes", type=int,
+                       help="how many sensitive nodes tuning may keep in fp32 (default: 16)")
+    gate = parser.add_argument_group("accuracy gate (outputs vs the unquantized model)")
+    gate.add_argument("--min-cosine", type=float, default=0.99, help="mean cosine (0.99)")
+    gate.add_argument("--min-cosine-floor", type=float, default=0.98,
+                      help="cosine of the worst sample (0.98)")
+    gate.add_argument("--min-top1", type=float, default=0.99,
+                      help="top-1 agreement, classifiers only (0.99)")
+    gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
+    from onnx_lambda.build.builder import build
+    from onnx_lambda.build.errors import BuildError
+    from onnx_lambda.build.gate import Thresholds
+    from onnx_lambda.build.spec import BuildOptions
+
+    console = Console(stderr=True)
+    options = BuildOptions(
+        optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
+        fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
+        max_fp32_nodes=args.max_fp32_nodes,
+        thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
+                              args.max_abs_error))
+    try:
+        with tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+            spec = _spec(args, Path(workdir), console)
+            report = build(spec, args.output, options, console)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+        return exc.exit_code
+    except _UsageError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    _summary(report, console)
+    return 0
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> Any:
+    from onnx_lambda import examples
+    from onnx_lambda.build.spec import ModelSpec
+
+    if args.source in examples.NAMES:
+        return examples.prepare(args.source, workdir, console)
+    source = Path(args.source)
+    if not source.is_file():
+        raise _UsageError(f"{source}: no such file, and not an example "
+                          f"({', '.join(examples.NAMES)})")
+    for path in args.files:
+        if not path.is_file():
+            raise _UsageError(f"--file {path}: no such file")
+    labels = None
+    if args.labels is not None:
+        try:
+            labels = tuple(line.strip() for line in args.labels.read_text().splitlines()
+                           if line.strip())
+        except OSError as exc:
+            raise _UsageError(f"--labels {args.labels}: {exc.strerror}") from exc
+    return ModelSpec(source=source, name=args.name or args.output.name,
+                     pipeline=args.pipeline, pipeline_options=_options(args.pipeline_option),
+                     labels=labels, files={p.name: p for p in args.files},
+                     classifier=args.pipeline == "classifier")
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    options = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise _UsageError(f"--pipeline-option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw  # a bare string needs no JSON quotes
+    return options
+
+
+def _summary(report: Any, console: Console) -> None:
+    from rich.table import Table
+
+    before, after = report.before, report.after
+    table = Table(title=f"{report.manifest.name} → {report.output}", title_justify="left")
+    table.add_column("")
+    table.add_column("source", justify="right")
+    table.add_column("artifact", justify="right")
+    table.add_column("before ÷ after", justify="right")
+    table.add_row("size", _size(before.size_bytes), _size(after.size_bytes),
+                  _ratio(before.size_bytes, after.size_bytes))
+    table.add_row("session load", f"{before.load_ms:.1f} ms", f"{after.load_ms:.1f} ms",
+                  _ratio(before.load_ms, after.load_ms))
+    table.add_row("inference p50 (batch 1)", f"{before.p50_ms:.3f} ms", f"{after.p50_ms:.3f} ms",
+                  _ratio(before.p50_ms, after.p50_ms))
+    console.print(table)
+    console.print(f"accuracy vs reference: {report.accuracy.describe()}")
+    console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
+                  f"pipeline: {report.manifest.pipeline}", highlight=False)
+
+
+def _size(size_bytes: int) -> str:
+    return (f"{size_bytes / 1024:.1f} KiB" if size_bytes < 1024 * 1024
+            else f"{size_bytes / 1024 / 1024:.1f} MiB")
+
+
+def _ratio(before: float, after: float) -> str:
+    return f"{before / after:.2f}×" if after else "–"

@@ -1,0 +1,42 @@
+"""What to build (``ModelSpec``: the model and everything the runtime needs beside it) and how
+(``BuildOptions``: the command line's choices)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onnx_lambda.build.gate import Comparable, Feeds, Thresholds, first_output
+from onnx_lambda.build.quantize import QuantizeSettings
+
+
+@dataclass
+class ModelSpec:
+    source: Path  # the ONNX file to build from
+    name: str
+    pipeline: str = "tensor"
+    pipeline_options: dict[str, Any] = field(default_factory=dict)
+    labels: tuple[str, ...] | None = None
+    example: Any = None  # the ``inputs`` of a /predict request (the runtime's warm-up)
+    files: dict[str, Path] = field(default_factory=dict)  # copied beside the model
+    samples: list[Feeds] | None = None  # gate inputs; None = synthetic from the signature
+    comparable: Comparable = first_output
+    reference: np.ndarray | None = None  # gate reference rows; None = the unquantized model's
+    classifier: bool = False  # gate top-1 agreement too
+    quantize: QuantizeSettings | None = None  # the default when the command line is silent
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    optimize: bool = True
+    level: str = "extended"
+    ort_format: bool = False
+    fuse: str = "auto"  # auto | bert | none
+    quantize: bool | None = None  # None = the spec's default
+    quantize_ops: tuple[str, ...] | None = None
+    max_fp32_nodes: int | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
