@@ -86,20 +86,17 @@ class PingResult:
     error: str | None = None
 
 
+def client_config(concurrency: int) -> Config:
+    """Sized for N parallel pings; retries are ours (see ``ping``), not botocore's. The read
+    timeout covers a cold start of the target plus the hold."""
+    return Config(max_pool_connections=max(10, concurrency), retries={"total_max_attempts": 1},
+                  connect_timeout=5, read_timeout=120)
+
+
 @functools.cache
 def make_client(concurrency: int) -> Any:
-    """A Lambda client sized for N parallel pings; retries are ours (see ``ping``), not botocore's.
-
-    Cached: a warm warmer environment reuses its client and connections. The read timeout
-    covers a cold start of the target plus the hold.
-    """
-    config = Config(
-        max_pool_connections=max(10, concurrency),
-        retries={"total_max_attempts": 1},
-        connect_timeout=5,
-        read_timeout=120,
-    )
-    return boto3.client("lambda", config=config)
+    """Cached: a warm warmer environment reuses its client and connections."""
+    return boto3.client("lambda", config=client_config(concurrency))
 
 
 def backoff_delay(attempt: int, config: WarmConfig, rand: Callable[[], float]) -> float:
