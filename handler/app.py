@@ -26,6 +26,11 @@ SERVICE.init_durations.update({
     "imports": (_T_IMPORTED - _T0) * 1000.0,
     "init": (time.perf_counter() - _T0) * 1000.0,
 })
+if SERVICE.settings.initialization_type == "snap-start":
+    # SnapStart only: warm up before the snapshot, refresh identity after each restore.
+    from handler import snapstart
+
+    snapstart.register(SERVICE.warm_up, SERVICE.state.refresh)
 SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
                       threads=SERVICE.model.threads, **SERVICE.init_durations)
 

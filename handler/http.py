@@ -12,6 +12,8 @@ NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
 _NO_BODY = object()
+# One encoder for every response: json.dumps(..., separators=...) would build one per call.
+ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass
@@ -45,7 +47,7 @@ class Response:
 
     def body_bytes(self) -> bytes:
         if self.body is None:
-            self.body = json.dumps(self.payload, separators=(",", ":")).encode()
+            self.body = ENCODER.encode(self.payload).encode()
             self.headers.setdefault("content-type", JSON)
         return self.body
 

@@ -24,6 +24,7 @@ STAGE_METRICS = {
 }
 INIT_METRICS = {"init": "InitDuration", "model-load": "ModelLoad"}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 class StageTimer:
@@ -86,7 +87,7 @@ class Telemetry:
             directive = self._directives[key] = json.dumps(
                 [{"Namespace": self.namespace, "Dimensions": [["FunctionName"]],
                   "Metrics": definitions}], separators=(",", ":"))
-        body = json.dumps(record, separators=(",", ":"), default=str)
+        body = _ENCODER.encode(record)
         self.stream.write(f'{{"_aws":{{"Timestamp":{int(time.time() * 1000)},'
                           f'"CloudWatchMetrics":{directive}}},{body[1:]}\n')
         self.stream.flush()
@@ -97,5 +98,5 @@ class Telemetry:
                          "functionName": self.function_name, **fields})
 
     def _write(self, record: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+        self.stream.write(_ENCODER.encode(record) + "\n")
         self.stream.flush()

@@ -22,9 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onnx_lambda.bench.stats import interleave, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
+_DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+           "tensor(double)": np.float64}
 
 # Each child prints one JSON line: its own view of the init, and its peak RSS.
 _FLOOR = """
@@ -130,6 +134,55 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
     return results
 
 
+def session_options(model: Path, iterations: int, repeat: int = 5) -> str:
+    """The measurement behind handler/model.py's choices: load time per graph-optimization
+    level, and warm run time with thread-pool spinning and the CPU arena on/off."""
+    import onnxruntime as ort
+
+    portable, inputs = floor_inputs(model)
+    levels = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+
+    def make(level: str = "basic", spinning: bool = False, arena: bool = True) -> Any:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = levels[level]
+        options.enable_cpu_mem_arena = arena
+        options.add_session_config_entry("session.intra_op.allow_spinning",
+                                         "1" if spinning else "0")
+        return ort.InferenceSession(str(portable), options, providers=["CPUExecutionProvider"])
+
+    def load(level: str) -> float:
+        started = time.perf_counter()
+        make(level)
+        return (time.perf_counter() - started) * 1e3
+
+    loads = interleave({level: (lambda lv=level: load(lv)) for level in levels}, repeat)
+    lines = ["| graph optimization at load | load ms (median) | warm run µs p50 |",
+             "|---|---|---|"]
+    variants = {f"level={lv}": {"level": lv} for lv in levels}
+    variants |= {"spinning on": {"spinning": True}, "arena off": {"arena": False}}
+    runs: dict[str, list[float]] = {}
+    for name, kwargs in variants.items():
+        session = make(**kwargs)
+        feeds = {i.name: np.asarray(v, dtype=_DTYPES.get(i.type, np.float32))
+                 for i, v in zip(session.get_inputs(), inputs, strict=True)}
+        runs[name] = []
+        for _ in range(iterations // 10):
+            started = time.perf_counter_ns()
+            session.run(None, feeds)
+            runs[name].append((time.perf_counter_ns() - started) / 1e3)
+    for level in levels:
+        lines.append(f"| {level} | {percentile(loads[level], 50):.2f} | "
+                     f"{percentile(runs[f'level={level}'], 50):.1f} |")
+    lines += ["", "| basic + … | warm run µs p50 | p99 |", "|---|---|---|"]
+    for name in ("level=basic", "spinning on", "arena off"):
+        lines.append(f"| {name} | {percentile(runs[name], 50):.1f} | "
+                     f"{percentile(runs[name], 99):.1f} |")
+    return "\n".join(lines)
+
+
 def default_model() -> Path:
     digits = ROOT / "models" / "digits"
     if (digits / "model.json").exists():
@@ -156,7 +209,7 @@ def report(model: Path, repeat: int, iterations: int) -> str:
         lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
     lines.append(f"| handler overhead | {percentile(full, 50) - percentile(run, 50):.1f} | "
                  f"{percentile(full, 99) - percentile(run, 99):.1f} |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", session_options(model, iterations)])
 
 
 def main(argv: list[str] | None = None) -> int:
