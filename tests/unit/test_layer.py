@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from tests.support import cfn
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_layer",
-                                                  cfn.ROOT / "layers" / "build_layer.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_layer = _load()
+from tests.support.layer import build_layer
 
 KEPT = ("numpy/__init__.py", "numpy/_core/_multiarray_umath.cpython-312-x86_64-linux-gnu.so",
         "numpy/testing/__init__.py", "numpy.libs/libscipy_openblas64_.so",
