@@ -1,0 +1,40 @@
+"""BASELINE — the floor: bare onnxruntime in a fresh process, nothing else.
+
+    python -m onnx_lambda.bench.baselines.floor MODEL.onnx REQUEST.json
+
+Imports numpy + onnxruntime, creates a session with default options, runs the request once and
+prints one JSON line: ``imports``, ``model-load``, ``first-request`` (ms, perf_counter) and
+``rss_mb`` (peak resident set). The parent measures spawn → exit around it.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()
+
+import json  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+
+import numpy  # noqa: E402, F401  (timed: the import is part of the floor)
+import onnxruntime  # noqa: E402
+
+from onnx_lambda.bench.baselines import io  # noqa: E402
+
+
+def main(model: str, request: str) -> None:
+    imported = time.perf_counter()
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    loaded = time.perf_counter()
+    with open(request, encoding="utf-8") as fh:
+        body = json.load(fh)
+    session.run(None, io.feeds(session, body["inputs"]))
+    done = time.perf_counter()
+    print(json.dumps({"imports": (imported - _T0) * 1e3, "model-load": (loaded - imported) * 1e3,
+                      "first-request": (done - loaded) * 1e3,
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

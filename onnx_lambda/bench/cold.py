@@ -1,0 +1,131 @@
+"""Cold starts: fresh environment → first response, for the floor and each Lambda-style target.
+
+Two views, run interleaved (A B C … A B C …):
+- ``probe``: a fresh interpreter that imports the handler module and calls it (in process):
+  the breakdown (interpreter, imports, model load, warm-up, other init, first request) and the
+  peak RSS. The floor is measured the same way (``baselines.floor``).
+- ``emulated``: the same handler in a fresh environment of the local emulator (real
+  awslambdaric, Invoke API with ``LogType=Tail``): the client-observed time to the first
+  response, and the REPORT line's Init Duration, Duration and Max Memory Used.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from onnx_lambda.bench import servers
+from onnx_lambda.bench.subject import FLOOR, LAMBDA_TARGETS, Subject
+
+INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
+_REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
+TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0"
+
+
+def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    spawned = time.time()
+    started = time.perf_counter()
+    out = subprocess.run(argv, cwd=servers.ROOT, capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": str(servers.ROOT),
+                              "BENCH_SPAWNED_AT": repr(spawned), **env})
+    wall = (time.perf_counter() - started) * 1e3
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {out.stderr[-2000:]}")
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": wall}
+
+
+def floor(subject: Subject) -> dict[str, Any]:
+    result = _child([sys.executable, "-m", "onnx_lambda.bench.baselines.floor",
+                     str(subject.portable), str(subject.request_file)], {})
+    in_process = result["imports"] + result["model-load"] + result["first-request"]
+    return {"wall": result["wall"], "rss_mb": result["rss_mb"], "breakdown": {
+        "interpreter": result["wall"] - in_process, "imports": result["imports"],
+        "model-load": result["model-load"], "first-request": result["first-request"]}}
+
+
+def probe(subject: Subject, module: str, memory_mb: int) -> dict[str, Any]:
+    env = {**subject.environment(memory_mb), "AWS_LAMBDA_FUNCTION_NAME": servers.FUNCTION,
+           "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning"}
+    result = _child([sys.executable, "-m", "onnx_lambda.bench.probe", module,
+                     str(subject.event_file)], env)
+    if result["status"] != 200:
+        raise RuntimeError(f"{module}: first request answered {result['status']}")
+    marks, lazy = result["marks"], result["lazy"]
+    breakdown = {"interpreter": result["interpreter"] + result["probe"],
+                 "imports": marks.get("imports", 0.0),
+                 "model-load": marks.get("model-load", 0.0) + lazy.get("model-load", 0.0),
+                 "warm-up": marks.get("warmup", 0.0)}
+    breakdown["other init"] = max(0.0, result["init"] - sum(
+        v for k, v in marks.items() if k in ("imports", "model-load", "warmup")))
+    breakdown["first request"] = result["first-request"] - lazy.get("model-load", 0.0)
+    return {"wall": result["wall"], "rss_mb": result["rss_mb"], "warm_ms": result["warm"],
+            "breakdown": breakdown}
+
+
+class InvokeClient:
+    """The Lambda Invoke API over one persistent HTTP connection (as boto3 would use it)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
+                                               timeout=120)
+
+    def invoke(self, payload: bytes) -> tuple[float, dict[str, float], bytes]:
+        """(client-observed ms, REPORT fields, response payload)."""
+        started = time.perf_counter()
+        self.conn.request("POST", INVOKE_PATH, body=payload,
+                          headers={"X-Amz-Log-Type": "Tail", "content-type": "application/json"})
+        response = self.conn.getresponse()
+        body = response.read()
+        wall = (time.perf_counter() - started) * 1e3
+        if response.status != 200 or response.getheader("X-Amz-Function-Error"):
+            raise RuntimeError(f"invoke: HTTP {response.status}: {body[:500]!r}")
+        tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
+            errors="replace")
+        report = {key: float(value) for key, value in _REPORT.findall(
+            tail[tail.rfind("REPORT"):] if "REPORT" in tail else "")}
+        return wall, report, body
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> dict[str, Any]:
+    payload = subject.event_file.read_bytes()
+    with servers.emulator(module, subject.environment(memory_mb), memory_mb=memory_mb) as server:
+        client = InvokeClient(server.url)
+        try:
+            wall, report, body = client.invoke(payload)
+            status = json.loads(body).get("statusCode")
+            if status != 200:
+                raise RuntimeError(f"{module}: first response {status}: {body[:300]!r}")
+            warm_runs = [client.invoke(payload) for _ in range(warm)]
+        finally:
+            client.close()
+    last = warm_runs[-1][1] if warm_runs else report
+    return {"wall": wall, "init_ms": report.get("Init Duration"),
+            "first_duration_ms": report.get("Duration"),
+            "warm_duration_ms": sorted(r[1].get("Duration", 0.0) for r in warm_runs)[
+                len(warm_runs) // 2] if warm_runs else None,
+            "max_memory_mb": last.get("Max Memory Used")}
+
+
+def scenarios(subject: Subject, memory_mb: int, *, emulator: bool,
+              targets: dict[str, str] | None = None) -> dict[str, Callable[[], Any]]:
+    """Named zero-argument runs for ``stats.interleave``: ``(target, view)`` keys joined
+    by ``|``."""
+    runs: dict[str, Callable[[], Any]] = {f"{FLOOR}|probe": lambda: floor(subject)}
+    for name, module in (targets or LAMBDA_TARGETS).items():
+        runs[f"{name}|probe"] = lambda m=module: probe(subject, m, memory_mb)
+        if emulator:
+            runs[f"{name}|emulated"] = lambda m=module: emulated(subject, m, memory_mb)
+    return runs

@@ -1,0 +1,109 @@
+"""Processes the benchmarks drive over HTTP: the local emulator (``onnx-lambda serve``) on a
+generated one-function template, and the always-on uvicorn baseline. Each runs in its own
+process so the load generator (this process) never shares a GIL with the server it measures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTION = "Bench"  # the generated template's only function
+STARTUP_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
+                   timeout_s: int = 60) -> str:
+    """A SAM template with one zip function ``Bench`` (the repository as code) and the
+    HTTP API route ``POST /predict``. JSON is valid YAML, so no YAML writer is needed."""
+    template = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Transform": "AWS::Serverless-2016-10-31",
+        "Resources": {FUNCTION: {"Type": "AWS::Serverless::Function", "Properties": {
+            "Runtime": "python3.12", "Handler": handler, "CodeUri": str(ROOT),
+            "MemorySize": memory_mb, "Timeout": timeout_s,
+            "Environment": {"Variables": dict(environment)},
+            "Events": {"Predict": {"Type": "HttpApi",
+                                   "Properties": {"Path": "/predict", "Method": "POST"}}},
+        }}},
+    }
+    return json.dumps(template, indent=2)
+
+
+class Server:
+    """A child process serving HTTP on ``port``; a context manager that stops it (its own
+    process group, by pid)."""
+
+    def __init__(self, argv: list[str], port: int, env: Mapping[str, str] | None = None,
+                 files: tempfile.TemporaryDirectory[str] | None = None) -> None:
+        self.argv, self.port = argv, port
+        self.files = files or tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
+        self.log = Path(self.files.name) / "server.log"
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> Server:
+        # output to a file: a pipe nobody reads would fill up and block the server
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.log.read_text(errors="replace")[-2000:]
+                self.stop()
+                raise RuntimeError(f"{' '.join(self.argv)} exited: {err}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{' '.join(self.argv)}: no listener on {self.port}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.files.cleanup()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769) -> Server:
+    """``onnx-lambda serve`` on a generated template running ``handler``."""
+    files = tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
+    template = Path(files.name) / "template.yaml"
+    template.write_text(bench_template(handler, environment, memory_mb=memory_mb))
+    port = free_port()
+    return Server([sys.executable, "-m", "onnx_lambda.cli", "serve", "--template", str(template),
+                   "--port", str(port)], port, files=files)
+
+
+def always_on(model_path: Path) -> Server:
+    """The FastAPI + uvicorn baseline, one process."""
+    port = free_port()
+    return Server([sys.executable, "-m", "onnx_lambda.bench.baselines.always_on",
+                   "--port", str(port)], port, env={"MODEL_PATH": str(model_path)})

@@ -1,0 +1,83 @@
+"""What every benchmark runs: one model, one request, served the same way by each target.
+
+All targets get the same tensors (``{"inputs": {name: nested list}}``, the model manifest's
+example after its pipeline's pre-processing) and run the same portable model file; ours runs
+with ``ONNX_LAMBDA_PIPELINE=tensor`` so that every target does the same work.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Lambda-style targets: the handler module each one runs as (all through the same emulator)
+LAMBDA_TARGETS = {
+    "onnx-lambda": "handler.app",
+    "naive handler": "onnx_lambda.bench.baselines.naive_handler",
+    "FastAPI + Mangum": "onnx_lambda.bench.baselines.fastapi_mangum",
+}
+FLOOR = "floor"
+ALWAYS_ON = "FastAPI + uvicorn (always-on)"
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str
+    model: Path  # what ONNX_LAMBDA_MODEL points at (a model folder or an .onnx file)
+    portable: Path  # the plain .onnx file the baselines load
+    body: bytes  # the HTTP request body
+    workdir: Path  # request.json and event.json live here
+
+    @property
+    def request_file(self) -> Path:
+        return self.workdir / "request.json"
+
+    @property
+    def event_file(self) -> Path:
+        return self.workdir / "event.json"
+
+    def environment(self, memory_mb: int) -> dict[str, str]:
+        """Variables every Lambda-style target gets (each reads the ones it knows)."""
+        return {"ONNX_LAMBDA_MODEL": str(self.model), "ONNX_LAMBDA_PIPELINE": "tensor",
+                "MODEL_PATH": str(self.portable), "POWERTOOLS_SERVICE_NAME": "bench",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory_mb)}
+
+
+def http_api_event(body: bytes) -> dict[str, object]:
+    """An API Gateway HTTP API (payload 2.0) ``POST /predict`` event carrying ``body``."""
+    now = time.time()
+    return {
+        "version": "2.0", "routeKey": "POST /predict", "rawPath": "/predict",
+        "rawQueryString": "", "isBase64Encoded": False, "body": body.decode(),
+        "headers": {"content-type": "application/json", "accept": "application/json",
+                    "host": "bench.execute-api.us-east-1.amazonaws.com"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "bench", "stage": "$default",
+            "domainName": "bench.execute-api.us-east-1.amazonaws.com", "domainPrefix": "bench",
+            "requestId": "bench", "routeKey": "POST /predict",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+            "http": {"method": "POST", "path": "/predict", "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": "onnx-lambda-bench"}},
+    }
+
+
+def prepare(model: Path, name: str | None = None) -> Subject:
+    """Resolve ``model`` (folder or .onnx) into a subject with its request files written."""
+    import onnxruntime
+
+    from onnx_lambda.bench.handler import floor_inputs
+
+    portable, values = floor_inputs(model)
+    names = [i.name for i in onnxruntime.InferenceSession(
+        str(portable), providers=["CPUExecutionProvider"]).get_inputs()]
+    body = json.dumps({"inputs": dict(zip(names, values, strict=True))}).encode()
+    workdir = Path(tempfile.mkdtemp(prefix="onnx-lambda-bench-"))
+    subject = Subject(name or model.stem, model.resolve(), Path(portable).resolve(), body,
+                      workdir)
+    subject.request_file.write_bytes(body)
+    subject.event_file.write_text(json.dumps(http_api_event(body)))
+    return subject
