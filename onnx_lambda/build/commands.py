@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def register(subparsers: Any) -> None:
@@ -75,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
             spec = _spec(args, Path(workdir), console)
             report = build(spec, args.output, options, console)
     except BuildError as exc:
-        console.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+        console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except _UsageError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     _summary(report, console)
     return 0

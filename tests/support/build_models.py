@@ -1,0 +1,95 @@
+"""Generated models and files for the build-model and pipeline tests (``onnx.helper``,
+``tokenizers``): small enough to build in well under a second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from tests.support.models import OPSET
+
+WORDS = ("hello", "world", "the", "cat", "sat", "on", "mat", "dog", "runs", "fast")
+VOCAB = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(WORDS)}}
+
+
+def _save(graph: onnx.GraphProto, path: Path, *, domains: tuple[str, ...] = ()) -> Path:
+    opsets = [helper.make_opsetid("", OPSET), *(helper.make_opsetid(d, 1) for d in domains)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _weight(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return onnx.numpy_helper.from_array(array.astype(np.float32), name)
+
+
+def mlp(path: Path, *, features: int = 32, hidden: int = 64, classes: int = 5,
+        seed: int = 0) -> Path:
+    """x: float32[batch, features] → logits: float32[batch, classes] (two MatMuls + Relu)."""
+    rng = np.random.default_rng(seed)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", features])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", classes])
+    inits = [_weight("W1", rng.standard_normal((features, hidden)) / np.sqrt(features)),
+             _weight("b1", rng.standard_normal(hidden) * 0.1),
+             _weight("W2", rng.standard_normal((hidden, classes)) / np.sqrt(hidden))]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h0"], name="first"),
+             helper.make_node("Add", ["h0", "b1"], ["h1"]),
+             helper.make_node("Relu", ["h1"], ["h2"]),
+             helper.make_node("MatMul", ["h2", "W2"], ["logits"], name="second")]
+    return _save(helper.make_graph(nodes, "mlp", [x], [y], inits), path)
+
+
+def probabilities(path: Path, *, features: int = 8, classes: int = 3) -> Path:
+    """x → Softmax(x @ W): an output that already holds probabilities."""
+    rng = np.random.default_rng(1)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", features])
+    y = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", classes])
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["z"]),
+             helper.make_node("Softmax", ["z"], ["probs"], axis=-1)]
+    graph = helper.make_graph(nodes, "probs", [x], [y],
+                              [_weight("W", rng.standard_normal((features, classes)))])
+    return _save(graph, path)
+
+
+def custom_op(path: Path) -> Path:
+    """A node from a domain onnxruntime does not implement."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
+    return _save(helper.make_graph([node], "custom", [x], [y]), path, domains=("com.example",))
+
+
+def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0) -> tuple[Path, np.ndarray]:
+    """input_ids, attention_mask, token_type_ids: int64[batch, sequence] →
+    last_hidden_state: float32[batch, sequence, dim], each token's row of a random table
+    (returned, so tests can compute the expected pooling themselves)."""
+    table = np.random.default_rng(seed).standard_normal((len(VOCAB), dim)).astype(np.float32)
+    names = ("input_ids", "attention_mask", "token_type_ids")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
+              for n in names]
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                        ["batch", "sequence", dim])
+    # The mask and type ids take part (times zero) so that onnxruntime keeps them as inputs.
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["rows"]),
+             helper.make_node("Add", ["attention_mask", "token_type_ids"], ["both"]),
+             helper.make_node("Mul", ["both", "zero"], ["nothing"]),
+             helper.make_node("Cast", ["nothing"], ["nothing_f"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["nothing_f", "last_axis"], ["nothing_3d"]),
+             helper.make_node("Add", ["rows", "nothing_3d"], ["last_hidden_state"])]
+    inits = [_weight("table", table), onnx.numpy_helper.from_array(np.int64(0), "zero"),
+             onnx.numpy_helper.from_array(np.array([2], dtype=np.int64), "last_axis")]
+    return _save(helper.make_graph(nodes, "tokens", inputs, [out], inits), path), table
+
+
+def word_tokenizer(path: Path) -> Path:
+    """A whitespace word-level ``tokenizer.json`` over ``VOCAB`` (no special tokens added)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(path))
+    return path
