@@ -1,0 +1,56 @@
+"""A Docker-free local Lambda + API Gateway (``onnx-lambda serve`` / ``onnx-lambda invoke``).
+
+Each execution environment is a child process running the real AWS runtime client
+(``python -m awslambdaric HANDLER``) against its own Lambda Runtime API endpoint, with the
+environment variables Lambda sets, the CPU share its memory buys (cgroup CFS quota, else
+core pinning) and its memory size enforced. Environments are pooled per function like
+Lambda does (warm reuse, cold starts up to the concurrency limit, throttling beyond it,
+provisioned concurrency, idle reaping) and every invocation yields an
+:class:`~onnx_lambda.emulator.report.InvocationRecord` (init duration, duration, billed
+duration, max memory used, cold/warm) printed as Lambda's ``REPORT`` line.
+
+Programmatic use (what ``onnx-lambda bench`` builds on)::
+
+    from onnx_lambda.emulator import Emulator
+
+    emu = Emulator("template.yaml", port=0, log=None)      # port 0: any free port
+    with emu.running():                                     # event loop in a thread
+        result = emu.call(emu.invoke("InferenceFunction", {"warmer": True}))
+        result.payload, result.error_type                   # bytes, None | "Runtime.ExitError"...
+        result.record.cold, result.record.init_ms, result.record.duration_ms
+        emu.url                                             # HTTP front + Invoke API
+    emu.records()                                           # every InvocationRecord
+
+or from asyncio: ``await emu.start()``, ``await emu.invoke(...)``, ``await emu.stop()``.
+To run it as a separate process, start ``onnx-lambda serve --port 0`` and read the
+``READY http://HOST:PORT`` line it prints on stdout (:func:`start_server_process`).
+
+Modules: ``template`` / ``intrinsics`` (read a SAM template), ``runtime_api`` (the Runtime
+API), ``environment`` (one child process), ``limits`` (CPU share, memory), ``pool``
+(scheduling), ``apigw`` (API Gateway events and response mapping), ``http_front`` (routes,
+Function URLs), ``invoke_api`` (Lambda's Invoke API), ``report`` (records, REPORT lines),
+``server`` (:class:`Emulator`), ``process`` (subprocess helper), ``commands`` (CLI),
+``bench`` (the emulator's own benchmark).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Lazy: ``onnx-lambda --help`` imports this package (for ``commands``) and must stay instant.
+_EXPORTS = {
+    "Emulator": "server",
+    "InvocationRecord": "report",
+    "InvokeResult": "pool",
+    "ServerProcess": "process",
+    "Throttled": "pool",
+    "start_server_process": "process",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -1,0 +1,358 @@
+"""One execution environment: a child process running the real runtime client
+(``python -m awslambdaric HANDLER``) against its own Runtime API endpoint.
+
+Lifecycle: ``start()`` spawns the child (cold start begins); the runtime's first ``/next``
+ends init (``init_ms``); each ``invoke()`` hands one invocation to the waiting ``/next``
+and returns when the runtime posts ``/response`` or ``/error``. The function timeout, the
+memory limit (polled peak RSS of the process tree) and an unexpected exit all end in
+:meth:`Environment._on_exit`, which fails the current invocation with Lambda's error
+payload; a dead environment is never reused.
+
+The child's stdout/stderr go to a pipe read by the event loop; lines written during an
+invocation are attached to it (for ``LogType=Tail``). The pipe is drained before a result is
+accepted, so everything the handler printed before returning belongs to its invocation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from onnx_lambda.emulator.limits import CpuLimiter, die_with_parent, peak_rss_mb, tree_pids
+from onnx_lambda.emulator.runtime_api import runtime_app
+from onnx_lambda.emulator.template import FunctionSpec
+
+REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"
+PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL")
+MEMORY_POLL_S = 0.02
+PIDS_REFRESH_POLLS = 50
+
+
+def function_arn(name: str, qualifier: str | None = None) -> str:
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
+    return f"{arn}:{qualifier}" if qualifier else arn
+
+
+def error_payload(error_type: str, message: str) -> bytes:
+    return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
+
+
+@dataclass
+class Invocation:
+    """One invocation on its way through an environment."""
+
+    payload: bytes
+    invoked_arn: str
+    client_context: str | None = None
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    trace_id: str = field(default_factory=lambda: (
+        f"Root=1-{int(time.time()):08x}-{secrets.token_hex(12)};"
+        f"Parent={secrets.token_hex(8)};Sampled=0"))
+    deadline_ms: int = 0
+    delivered_at: float | None = None
+    log: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The runtime's answer (or Lambda's error when the environment failed)."""
+
+    payload: bytes
+    error_type: str | None  # None: success
+    duration_ms: float
+
+
+class EnvironmentFailed(Exception):
+    """The environment died before it was ready (init error, exit, init timeout)."""
+
+    def __init__(self, payload: bytes, error_type: str) -> None:
+        super().__init__(error_type)
+        self.payload = payload
+        self.error_type = error_type
+
+
+def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
+                       env_id: str, overrides: dict[str, str]) -> dict[str, str]:
+    """The variables Lambda sets for a Python function, then the function's own."""
+    env = {key: os.environ[key] for key in PASS_THROUGH if key in os.environ}
+    day = time.strftime("%Y/%m/%d", time.gmtime())
+    env.update({
+        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_INITIALIZATION_TYPE": init_type,
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": f"{day}/[$LATEST]{env_id}",
+        "AWS_LAMBDA_RUNTIME_API": runtime_api,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
+        "LAMBDA_TASK_ROOT": str(spec.task_root),
+        "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
+        "_HANDLER": spec.handler,
+        "PYTHONPATH": os.pathsep.join(str(p) for p in (spec.task_root, *spec.extra_paths)),
+        "LANG": "en_US.UTF-8",
+        "TZ": ":UTC",
+    })
+    env.update(spec.environment)
+    env.update(overrides)
+    return env
+
+
+class Environment:
+    """A single-concurrency execution environment (one child process)."""
+
+    def __init__(self, spec: FunctionSpec, *, init_type: str, cpu: CpuLimiter,
+                 enforce_memory: bool, env_overrides: dict[str, str],
+                 on_log: Callable[[Environment, str], None]) -> None:
+        self.spec = spec
+        self.id = uuid.uuid4().hex
+        self.init_type = init_type
+        self.state = "new"  # new -> init -> idle <-> busy -> dead
+        self.init_ms: float | None = None
+        self.invocations = 0
+        self.last_used = time.monotonic()
+        self.max_memory_mb = 0.0
+        self._cpu = cpu
+        self._enforce_memory = enforce_memory
+        self._env_overrides = env_overrides
+        self._on_log = on_log
+        self._loop = asyncio.get_running_loop()
+        self._ready: asyncio.Future[float] = self._loop.create_future()
+        self._queue: asyncio.Queue[Invocation] = asyncio.Queue(maxsize=1)
+        self._current: tuple[Invocation, asyncio.Future[Outcome]] | None = None
+        self._init_error: tuple[bytes, str] | None = None
+        self._kill_reason: str | None = None
+        self._partial = b""
+        self._pids: list[int] = []
+        self._polls = 0
+        self._runner: web.AppRunner | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self.exited = asyncio.Event()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        self.state = "init"
+        self._runner = web.AppRunner(runtime_app(self), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
+                                 runtime_api=f"127.0.0.1:{port}",
+                                 overrides=self._env_overrides)
+        cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb)
+
+        def preexec() -> None:
+            die_with_parent()
+            cpu_step()
+
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        self._spawned_at = time.perf_counter()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "awslambdaric", self.spec.handler],
+                cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
+                stderr=write_fd, start_new_session=True, preexec_fn=preexec)
+        finally:
+            os.close(write_fd)
+        self._pids = [self._proc.pid]
+        self._out_fd = read_fd
+        self._loop.add_reader(read_fd, self._on_output)
+        self._pidfd = os.pidfd_open(self._proc.pid)
+        self._loop.add_reader(self._pidfd, self._on_exit)
+        self._poll_memory()
+
+    async def wait_ready(self, timeout_s: float) -> float:
+        """Wait for init to end; returns the init duration in ms."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._ready), timeout_s)
+        except TimeoutError:
+            self.kill("init-timeout")
+            return await self._ready
+
+    def kill(self, reason: str = "killed") -> None:
+        if self._proc is None or self.state == "dead":
+            return
+        self._kill_reason = self._kill_reason or reason
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """Kill the process (if alive) and release everything."""
+        self.kill("shutdown")
+        if self._proc is not None:
+            await self.exited.wait()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- invocations -------------------------------------------------------------------
+    async def invoke(self, invocation: Invocation) -> Outcome:
+        future: asyncio.Future[Outcome] = self._loop.create_future()
+        self._current = (invocation, future)
+        self.state = "busy"
+        self._queue.put_nowait(invocation)
+        try:
+            return await future
+        finally:
+            self._current = None
+            self.invocations += 1
+            self.last_used = time.monotonic()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self.state == "busy":
+                self.state = "idle"
+            self._refresh_pids()
+            self.max_memory_mb = max(self.max_memory_mb, peak_rss_mb(self._pids))
+
+    # -- RuntimeSink (called by the Runtime API) -----------------------------------------
+    async def next_invocation(self) -> Invocation:
+        if not self._ready.done():
+            self.init_ms = (time.perf_counter() - self._spawned_at) * 1000.0
+            self.state = "idle"
+            self._ready.set_result(self.init_ms)
+        invocation = await self._queue.get()
+        invocation.delivered_at = time.perf_counter()
+        invocation.deadline_ms = int(time.time() * 1000 + self.spec.timeout_s * 1000)
+        self._timer = self._loop.call_later(self.spec.timeout_s, self.kill, "timeout")
+        return invocation
+
+    def complete(self, request_id: str, body: bytes, error_type: str | None) -> str | None:
+        if self._current is None or self._current[0].request_id != request_id:
+            return f"Invalid request ID: {request_id}"
+        invocation, future = self._current
+        if future.done():
+            return f"Invocation {request_id} already completed"
+        self._drain()
+        if error_type is not None:
+            error_type = _error_type(body, error_type)
+        future.set_result(Outcome(body, error_type, self._elapsed_ms(invocation)))
+        return None
+
+    def init_failed(self, body: bytes, error_type: str | None) -> None:
+        self._init_error = (body, _error_type(body, error_type or "Runtime.Unknown"))
+
+    # -- internals ---------------------------------------------------------------------
+    def _elapsed_ms(self, invocation: Invocation) -> float:
+        start = invocation.delivered_at or time.perf_counter()
+        return (time.perf_counter() - start) * 1000.0
+
+    def _on_output(self) -> None:
+        try:
+            data = os.read(self._out_fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self._loop.remove_reader(self._out_fd)
+            os.close(self._out_fd)
+            self._out_fd = -1
+            return
+        self._lines(data)
+
+    def _drain(self) -> None:
+        while self._out_fd >= 0:
+            try:
+                data = os.read(self._out_fd, 65536)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            self._lines(data)
+
+    def _lines(self, data: bytes) -> None:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace").replace("\r", "\n")
+            if self._current is not None:
+                self._current[0].log.append(line)
+            self._on_log(self, line)
+
+    def _refresh_pids(self) -> None:
+        if self._proc is not None and self.state != "dead":
+            self._pids = tree_pids(self._proc.pid)
+
+    def _poll_memory(self) -> None:
+        if self.state == "dead":
+            return
+        if self.state in ("init", "busy"):
+            self._polls += 1
+            if self._polls % PIDS_REFRESH_POLLS == 0:
+                self._refresh_pids()
+            used = peak_rss_mb(self._pids)
+            self.max_memory_mb = max(self.max_memory_mb, used)
+            if self._enforce_memory and used > self.spec.memory_mb:
+                self.kill("memory")
+        self._loop.call_later(MEMORY_POLL_S, self._poll_memory)
+
+    def _exit_error(self, request_id: str) -> tuple[bytes, str]:
+        assert self._proc is not None
+        if self._kill_reason == "timeout":
+            message = f"Task timed out after {self.spec.timeout_s:.2f} seconds"
+            error_type = "Sandbox.Timedout"
+        else:
+            message = f"Runtime exited with error: {exit_status(self._proc.returncode or 0)}"
+            error_type = ("Runtime.OutOfMemory" if self._kill_reason == "memory"
+                          else "Runtime.ExitError")
+        return error_payload(error_type, f"RequestId: {request_id} Error: {message}"), error_type
+
+    def _on_exit(self) -> None:
+        assert self._proc is not None
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # a handler's own children
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        self._drain()
+        if self._partial:
+            self._lines(b"\n")
+        self.state = "dead"
+        self._cpu.release(self.id)
+        if not self._ready.done():
+            self.init_ms = (time.perf_counter() - self._spawned_at) * 1000.0
+            if self._init_error is None:
+                self._init_error = self._exit_error("")
+                if self._kill_reason == "init-timeout":
+                    self._init_error = (error_payload(
+                        "Sandbox.Timedout", "INIT phase timed out"), "Sandbox.Timedout")
+            self._ready.set_exception(EnvironmentFailed(*self._init_error))
+            self._ready.exception()  # retrieved here: a provisioned start may never await it
+        if self._current is not None and not self._current[1].done():
+            invocation, future = self._current
+            payload, error_type = self._exit_error(invocation.request_id)
+            future.set_result(Outcome(payload, error_type, self._elapsed_ms(invocation)))
+        self.exited.set()
+
+
+
+def exit_status(code: int) -> str:
+    """How Lambda words a runtime exit: ``exit status 1`` / ``signal: killed``."""
+    if code >= 0:
+        return f"exit status {code}"
+    return f"signal: {(signal.strsignal(-code) or str(-code)).lower()}"
+
+
+def _error_type(body: bytes, default: str) -> str:
+    """The ``errorType`` of a runtime's error document, else ``default``."""
+    try:
+        return str(json.loads(body).get("errorType") or default)
+    except (ValueError, AttributeError):
+        return default

@@ -1,0 +1,158 @@
+"""The HTTP front: the template's API routes (and Function URLs) served like API Gateway.
+
+Routes are matched as API Gateway does: the most specific path wins (literal segments over
+``{param}`` over greedy ``{proxy+}``, then the catch-all ``$default`` route), and an exact
+method over ``ANY``. The request becomes a payload 2.0 (HTTP API, Function URL) or 1.0
+(REST API) event, the function is invoked (through its alias when it has one, as the
+API's integration does), and the output is mapped back with :mod:`.apigw`'s rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from onnx_lambda.emulator import apigw
+from onnx_lambda.emulator.pool import InvokeResult, Throttled
+from onnx_lambda.emulator.template import RouteSpec
+
+MAX_REQUEST_BYTES = 6_291_456  # Lambda's synchronous payload limit
+READ_LIMIT_BYTES = 16 * 1024 * 1024  # read bigger bodies so they get a proper 413
+HTTP_API_TIMEOUT_S = 30.0
+REST_API_TIMEOUT_S = 29.0
+
+Invoker = Callable[[str, bytes], Awaitable[InvokeResult]]
+
+
+@dataclass(frozen=True)
+class CompiledRoute:
+    spec: RouteSpec
+    pattern: re.Pattern[str]
+    names: tuple[str, ...]
+    rank: tuple[int, int, int, int]
+
+    @property
+    def route_key(self) -> str:
+        spec = self.spec
+        return "$default" if spec.path == "$default" else f"{spec.method} {spec.path}"
+
+
+def compile_route(spec: RouteSpec) -> CompiledRoute:
+    if spec.path == "$default":
+        return CompiledRoute(spec, re.compile(r"/.*"), (), (1, 0, 0, 1))
+    parts, names, literal, greedy = [], [], 0, 0
+    for segment in spec.path.strip("/").split("/"):
+        param = re.fullmatch(r"\{([^}]+?)(\+?)\}", segment)
+        if param and param.group(2):
+            parts.append("(.+)")
+            greedy = 1
+        elif param:
+            parts.append("([^/]+)")
+        else:
+            parts.append(re.escape(segment))
+            literal += 1
+        if param:
+            names.append(param.group(1))
+    pattern = re.compile("/" + "/".join(parts) + "/?")
+    return CompiledRoute(spec, pattern, tuple(names),
+                         (0, greedy, -literal, int(spec.method == "ANY")))
+
+
+def match(routes: list[CompiledRoute], method: str, path: str,
+          ) -> tuple[CompiledRoute, dict[str, str]] | None:
+    """The route API Gateway would pick for ``method path``, with its path parameters."""
+    for route in routes:  # sorted by rank
+        if route.spec.method not in ("ANY", method):
+            continue
+        found = route.pattern.fullmatch(path)
+        if found:
+            return route, dict(zip(route.names, found.groups(), strict=True))
+    return None
+
+
+async def _read(request: web.Request) -> apigw.HttpRequest:
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    return apigw.HttpRequest(
+        method=request.method, path=request.path, raw_query=request.query_string,
+        headers=list(request.headers.items()), body=await request.read(),
+        source_ip=peer[0] if peer else "127.0.0.1",
+        protocol=f"HTTP/{request.version.major}.{request.version.minor}")
+
+
+def _send(response: apigw.HttpResponse, extra: dict[str, str]) -> web.Response:
+    out = web.Response(status=response.status, body=response.body)
+    for name, value in response.headers:
+        out.headers.add(name, value)
+    for name, value in extra.items():
+        out.headers.setdefault(name, value)
+    return out
+
+
+async def _call(invoke: Invoker, function: str, event: dict[str, object], version: str,
+                timeout_s: float) -> apigw.HttpResponse:
+    payload = json.dumps(event).encode()
+    if len(payload) > MAX_REQUEST_BYTES:
+        return apigw.gateway_error(version, 413)
+    try:
+        result = await asyncio.wait_for(asyncio.shield(invoke(function, payload)), timeout_s)
+    except Throttled:
+        return apigw.gateway_error(version, 500)
+    except TimeoutError:
+        return apigw.gateway_error(version, 503 if version == "2.0" else 504)
+    if result.error_type is not None:
+        return apigw.gateway_error(version)
+    return apigw.map_response(version, result.payload)
+
+
+def api_handler(routes: list[RouteSpec], invoke: Invoker,
+                ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The aiohttp handler serving every route of the template's APIs."""
+    compiled = sorted((compile_route(r) for r in routes), key=lambda r: r.rank)
+
+    async def handle(request: web.Request) -> web.Response:
+        found = match(compiled, request.method, request.path)
+        if found is None:
+            return _send(apigw.gateway_error("2.0", 404), {})
+        route, params = found
+        spec = route.spec
+        req = await _read(request)
+        domain = request.host or "localhost"
+        version = spec.payload_version
+        if version == "1.0":
+            event = apigw.rest_api_event(
+                req, resource=spec.path, stage=spec.stage, api_id="local",
+                path_parameters=params, binary_media_types=spec.binary_media_types,
+                domain=domain)
+            if spec.kind == "http-api":
+                event["version"] = "1.0"
+        else:
+            event = apigw.http_api_event(req, route_key=route.route_key, stage=spec.stage,
+                                         api_id="local", path_parameters=params, domain=domain)
+        if spec.kind == "rest":
+            response = await _call(invoke, spec.function, event, version, REST_API_TIMEOUT_S)
+            return _send(response, {"x-amzn-RequestId": req.request_id})
+        response = await _call(invoke, spec.function, event, version, HTTP_API_TIMEOUT_S)
+        return _send(response, {"apigw-requestid": req.request_id})
+
+    return handle
+
+
+def function_url_handler(function: str, invoke: Invoker,
+                         ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The aiohttp handler of one function's URL (every path, payload 2.0)."""
+    domain = apigw.function_url_domain(function)
+
+    async def handle(request: web.Request) -> web.Response:
+        req = await _read(request)
+        event = apigw.http_api_event(req, route_key="$default", stage="$default",
+                                     api_id=domain.split(".")[0], path_parameters=None,
+                                     domain=domain, account_id="anonymous")
+        response = await _call(invoke, function, event, "2.0", 900.0)
+        return _send(response, {"x-amzn-RequestId": req.request_id})
+
+    return handle

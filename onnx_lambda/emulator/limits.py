@@ -1,0 +1,136 @@
+"""The CPU share and the memory of an execution environment, as Lambda sizes them.
+
+CPU: Lambda gives a function CPU in proportion to its memory (1,769 MB = one vCPU, at most
+6 vCPUs at 10,240 MB). :class:`CpuLimiter` enforces that share with a CFS quota in a
+cgroup v1 ``cpu`` controller when the host lets us create one (``mode == "cfs-quota"``),
+otherwise approximates it by pinning the environment to whole cores (``"pinned"``), or does
+nothing (``"off"``). The child joins its cgroup / affinity before ``exec`` (in
+``preexec``), so init is limited too.
+
+Memory: measured as the sum of ``VmHWM`` (peak resident set) over the environment's process
+tree, read from ``/proc``; this is both "Max Memory Used" and the value checked against the
+memory size by polling (the environment is killed when it goes over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import signal
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import psutil
+
+MB_PER_VCPU = 1769
+MAX_VCPUS = 6
+CFS_PERIOD_US = 100_000
+CGROUP_CPU_ROOT = Path("/sys/fs/cgroup/cpu")
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def vcpus_for(memory_mb: int) -> float:
+    """The vCPU share Lambda gives ``memory_mb`` of memory."""
+    return min(memory_mb / MB_PER_VCPU, MAX_VCPUS)
+
+
+class CpuLimiter:
+    """Creates one CPU limit per environment; ``mode`` says how it is enforced."""
+
+    def __init__(self, mode: str = "auto") -> None:
+        self._group_root: Path | None = None
+        self._next_core = 0
+        if mode in ("auto", "cfs-quota"):
+            root = CGROUP_CPU_ROOT / f"onnx-lambda-{os.getpid()}"
+            try:
+                root.mkdir(exist_ok=True)
+                self._group_root = root
+                mode = "cfs-quota"
+            except OSError:
+                if mode == "cfs-quota":
+                    raise
+                mode = "pinned"
+        if mode == "pinned" and not hasattr(os, "sched_setaffinity"):
+            mode = "off"
+        if mode not in ("cfs-quota", "pinned", "off"):
+            raise ValueError(f"unknown CPU limit mode {mode!r}")
+        self.mode = mode
+
+    def describe(self, memory_mb: int) -> str:
+        share = vcpus_for(memory_mb)
+        if self.mode == "cfs-quota":
+            return f"cfs-quota {share:.2f} vCPU"
+        if self.mode == "pinned":
+            return f"pinned {self._cores_for(share)} core(s) for {share:.2f} vCPU"
+        return "unlimited"
+
+    def _cores_for(self, share: float) -> int:
+        return max(1, min(math.ceil(share), os.cpu_count() or 1))
+
+    def prepare(self, env_id: str, memory_mb: int) -> Callable[[], None]:
+        """Set up the limit for one environment; returns the ``preexec`` step for its child."""
+        share = vcpus_for(memory_mb)
+        if self.mode == "cfs-quota":
+            assert self._group_root is not None
+            group = self._group_root / env_id
+            group.mkdir(exist_ok=True)
+            (group / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (group / "cpu.cfs_quota_us").write_text(str(max(1000, int(share * CFS_PERIOD_US))))
+            procs = str(group / "cgroup.procs")
+
+            def join_cgroup() -> None:
+                with open(procs, "w") as fh:
+                    fh.write(str(os.getpid()))
+
+            return join_cgroup
+        if self.mode == "pinned":
+            ncpu = os.cpu_count() or 1
+            cores = {(self._next_core + i) % ncpu for i in range(self._cores_for(share))}
+            self._next_core = (self._next_core + len(cores)) % ncpu
+            return lambda: os.sched_setaffinity(0, cores)
+        return lambda: None
+
+    def release(self, env_id: str) -> None:
+        if self._group_root is not None:
+            # already gone, or a straggler still inside: removed with the root
+            with contextlib.suppress(OSError):
+                (self._group_root / env_id).rmdir()
+
+    def close(self) -> None:
+        if self._group_root is not None:
+            for group in self._group_root.iterdir():
+                if group.is_dir():
+                    group.rmdir()
+            self._group_root.rmdir()
+            self._group_root = None
+
+
+def die_with_parent() -> None:
+    """``preexec`` step: the child gets SIGKILL if the emulator dies (no orphans)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and its live descendants."""
+    try:
+        return [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return [pid]
+
+
+def peak_rss_mb(pids: Iterable[int]) -> float:
+    """Sum of the peak resident set sizes (``VmHWM``) of ``pids``, in MB."""
+    total_kb = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"VmHWM:"):
+                        total_kb += int(line.split()[1])
+                        break
+        except OSError:
+            continue
+    return total_kb / 1024

@@ -1,0 +1,221 @@
+"""The execution environments of one function, scheduled the way Lambda schedules them.
+
+- A free warm environment takes the request (provisioned ones first, then the most recently
+  used, so that the others age out); otherwise a new one is started (a cold start, whose
+  invocation waits for init) as long as the concurrency limit allows; beyond it the
+  invocation is throttled (:class:`Throttled`), never queued.
+- ``provisioned`` environments are initialised at start-up with
+  ``AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency``, are never reaped and are
+  replaced when they die.
+- Idle on-demand environments are reaped after ``idle_timeout_s``.
+- Asynchronous (``Event``) invocations wait for capacity instead of being throttled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from onnx_lambda.emulator.environment import (
+    Environment,
+    EnvironmentFailed,
+    Invocation,
+    Outcome,
+    function_arn,
+)
+from onnx_lambda.emulator.limits import CpuLimiter
+from onnx_lambda.emulator.report import InvocationRecord, billed_ms
+from onnx_lambda.emulator.template import FunctionSpec
+
+ON_DEMAND = "on-demand"
+PROVISIONED = "provisioned-concurrency"
+EVENT_RETRY_S = 0.02
+
+
+class Throttled(Exception):
+    """The function is at its concurrency limit (Lambda's 429 TooManyRequestsException)."""
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    concurrency: int = 4
+    idle_timeout_s: float = 600.0
+    init_timeout_s: float = 10.0
+    enforce_memory: bool = True
+    env_overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    """The function's answer: ``payload`` is the response or Lambda's error document."""
+
+    payload: bytes
+    error_type: str | None
+    record: InvocationRecord
+    log: str
+
+
+class FunctionPool:
+    def __init__(self, spec: FunctionSpec, config: PoolConfig, cpu: CpuLimiter,
+                 emit: Callable[[str], None]) -> None:
+        self.spec = spec
+        self.config = config
+        self.limit = max(config.concurrency, spec.provisioned)
+        self.environments: list[Environment] = []
+        self.records: list[InvocationRecord] = []
+        self._cpu = cpu
+        self._emit = emit
+        self._leased: set[Environment] = set()
+        self._provisioned: set[Environment] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
+        self._reaper: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        """Initialise the provisioned environments; start the reaper."""
+        await asyncio.gather(*(self._provision() for _ in range(self.spec.provisioned)))
+        self._reaper = asyncio.create_task(self._reap_idle())
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in [*self._tasks, *([self._reaper] if self._reaper else [])]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(env.close() for env in self.environments))
+        self.environments.clear()
+
+    def describe_limits(self) -> tuple[str, str]:
+        memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
+                  else "off")
+        return self._cpu.describe(self.spec.memory_mb), memory
+
+    # -- invocations -------------------------------------------------------------------
+    async def invoke(self, payload: bytes, *, qualifier: str | None = None,
+                     version: str = "$LATEST", client_context: str | None = None,
+                     ) -> InvokeResult:
+        """Run one synchronous invocation; raises :class:`Throttled` at the limit."""
+        env = self._acquire()
+        try:
+            return await self._run(env, payload, qualifier, version, client_context)
+        finally:
+            self._release(env)
+
+    def invoke_event(self, payload: bytes, *, qualifier: str | None = None,
+                     version: str = "$LATEST") -> None:
+        """Queue an asynchronous invocation: it runs when an environment is free."""
+
+        async def run() -> None:
+            while True:
+                try:
+                    env = self._acquire()
+                    break
+                except Throttled:
+                    await asyncio.sleep(EVENT_RETRY_S)
+            try:
+                await self._run(env, payload, qualifier, version, None)
+            finally:
+                self._release(env)
+
+        self._spawn(run())
+
+    async def _run(self, env: Environment, payload: bytes, qualifier: str | None,
+                   version: str, client_context: str | None) -> InvokeResult:
+        invocation = Invocation(payload, function_arn(self.spec.name, qualifier),
+                                client_context)
+        cold = env.state == "new"
+        self._emit(f"START RequestId: {invocation.request_id} Version: {version}")
+        outcome: Outcome | None = None
+        if cold:
+            try:
+                await env.start()
+                await env.wait_ready(self.config.init_timeout_s)
+            except EnvironmentFailed as failure:
+                outcome = Outcome(failure.payload, failure.error_type, 0.0)
+        if outcome is None:
+            outcome = await env.invoke(invocation)
+        cpu, memory = self.describe_limits()
+        init_ms = env.init_ms if cold else None
+        record = InvocationRecord(
+            function=self.spec.name, request_id=invocation.request_id,
+            environment_id=env.id, version=version, cold=cold,
+            initialization_type=env.init_type, init_ms=init_ms,
+            duration_ms=outcome.duration_ms, billed_ms=billed_ms(outcome.duration_ms, init_ms),
+            memory_size_mb=self.spec.memory_mb,
+            max_memory_used_mb=min(round(env.max_memory_mb), self.spec.memory_mb)
+            if self.config.enforce_memory else round(env.max_memory_mb),
+            error_type=outcome.error_type, cpu_limit=cpu, memory_limit=memory)
+        self.records.append(record)
+        self._emit(record.end_line())
+        self._emit(record.report_line())
+        return InvokeResult(outcome.payload, outcome.error_type, record,
+                            "\n".join(invocation.log))
+
+    # -- scheduling --------------------------------------------------------------------
+    def _acquire(self) -> Environment:
+        free = [env for env in self.environments
+                if env.state == "idle" and env not in self._leased]
+        if free:
+            env = max(free, key=lambda e: (e in self._provisioned, e.last_used))
+        elif len(self.environments) < self.limit:
+            env = self._new_environment(ON_DEMAND)
+        else:
+            raise Throttled(self.spec.name)
+        self._leased.add(env)
+        return env
+
+    def _release(self, env: Environment) -> None:
+        self._leased.discard(env)
+        if env.state == "dead":
+            self._discard(env)
+
+    def _new_environment(self, init_type: str) -> Environment:
+        env = Environment(self.spec, init_type=init_type, cpu=self._cpu,
+                          enforce_memory=self.config.enforce_memory,
+                          env_overrides=self.config.env_overrides,
+                          on_log=lambda _env, line: self._emit(line))
+        self.environments.append(env)
+        return env
+
+    def _discard(self, env: Environment) -> None:
+        with contextlib.suppress(ValueError):
+            self.environments.remove(env)
+        self._spawn(env.close())
+        if env in self._provisioned:
+            self._provisioned.discard(env)
+            if not self._stopping:
+                self._spawn(self._provision())
+
+    async def _provision(self) -> None:
+        env = self._new_environment(PROVISIONED)
+        self._provisioned.add(env)
+        self._leased.add(env)  # not schedulable until ready
+        try:
+            await env.start()
+            await env.wait_ready(self.config.init_timeout_s)
+        except EnvironmentFailed as failure:
+            self._emit(f"[{self.spec.name}] provisioned environment failed to initialise: "
+                       f"{failure.payload.decode(errors='replace')}")
+            self._provisioned.discard(env)  # no endless re-provisioning of a broken function
+        finally:
+            self._release(env)
+
+    def _spawn(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reap_idle(self) -> None:
+        interval = min(1.0, self.config.idle_timeout_s / 4)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for env in list(self.environments):
+                if (env.state == "idle" and env not in self._leased
+                        and env not in self._provisioned
+                        and now - env.last_used > self.config.idle_timeout_s):
+                    self._emit(f"[{self.spec.name}] reaping idle environment {env.id[:8]}")
+                    self._discard(env)
