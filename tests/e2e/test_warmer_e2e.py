@@ -1,0 +1,99 @@
+"""The warmer against the local emulator (`onnx-lambda serve` on template.yaml, real execution
+environments running the real handler), through a real boto3 Lambda client (`endpoint_url`):
+after warming N, N concurrent requests meet no cold start, and the report says N environments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from handler.warmer import WarmConfig, warm
+from onnx_lambda.deploy_commands import client_for
+from tests.support import models
+from tests.support.cfn import ROOT
+
+pytestmark = pytest.mark.e2e
+
+N = 3
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"onnx-lambda serve exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"onnx-lambda serve did not listen on {port} within {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
+    port = free_port()
+    overrides = f"ColdStartStrategy=warmer WarmerConcurrency={N} ModelPath={model}"
+    command = [str(Path(sys.executable).with_name("onnx-lambda")), "serve",
+               "--template", "template.yaml", "--port", str(port),
+               "--parameter-overrides", overrides, "--concurrency", str(N + 1), "--quiet"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # never leave the emulator or its environments behind
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+
+
+def predict(endpoint: str) -> tuple[int, str]:
+    request = urllib.request.Request(f"{endpoint}/predict", method="POST",
+                                     data=json.dumps({"inputs": [[1, 2, 3, 4]]}).encode(),
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status, response.headers.get("server-timing", "")
+
+
+def test_after_warming_n_environments_n_concurrent_requests_meet_no_cold_start(
+        endpoint: str) -> None:
+    config = WarmConfig(target="InferenceFunction", qualifier="live", concurrency=N,
+                        hold_ms=500)
+    client = client_for(endpoint, None, N)
+
+    first = warm(config, client)
+    assert first["failed"] == 0, first["errors"]
+    assert first["environments"] == N
+    assert first["cold"] == N  # nothing was running: each ping started its environment
+
+    with ThreadPoolExecutor(max_workers=N) as pool:
+        answers = list(pool.map(lambda _: predict(endpoint), range(N)))
+    assert [status for status, _ in answers] == [200] * N
+    timings = [timing for _, timing in answers]
+    assert all(timings) and not any("cold-start" in timing for timing in timings), timings
+
+    again = warm(config, client)
+    assert (again["environments"], again["cold"], again["failed"]) == (N, 0, 0)
+    assert again["environmentIds"] == first["environmentIds"]
