@@ -28,6 +28,7 @@ from onnx_lambda.bench.subject import FLOOR, LAMBDA_TARGETS, Subject
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
 _REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
+_CPU = re.compile(r"CPU: ([^\t\n]+)")
 TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0"
 
 
@@ -79,8 +80,8 @@ class InvokeClient:
         self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
                                                timeout=120)
 
-    def invoke(self, payload: bytes) -> tuple[float, dict[str, float], bytes]:
-        """(client-observed ms, REPORT fields, response payload)."""
+    def invoke(self, payload: bytes) -> tuple[float, dict[str, float], bytes, str]:
+        """(client-observed ms, REPORT fields, response payload, the REPORT's CPU limit)."""
         started = time.perf_counter()
         self.conn.request("POST", INVOKE_PATH, body=payload,
                           headers={"X-Amz-Log-Type": "Tail", "content-type": "application/json"})
@@ -91,32 +92,37 @@ class InvokeClient:
             raise RuntimeError(f"invoke: HTTP {response.status}: {body[:500]!r}")
         tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
             errors="replace")
-        report = {key: float(value) for key, value in _REPORT.findall(
-            tail[tail.rfind("REPORT"):] if "REPORT" in tail else "")}
-        return wall, report, body
+        line = tail[tail.rfind("REPORT"):] if "REPORT" in tail else ""
+        report = {key: float(value) for key, value in _REPORT.findall(line)}
+        cpu = _CPU.search(line)
+        return wall, report, body, cpu.group(1).strip() if cpu else "unknown"
 
     def close(self) -> None:
         self.conn.close()
 
 
 def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> dict[str, Any]:
+    """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more."""
     payload = subject.event_file.read_bytes()
-    with servers.emulator(module, subject.environment(memory_mb), memory_mb=memory_mb) as server:
+    with servers.emulator(f"{module}.handler", subject.environment(memory_mb),
+                          memory_mb=memory_mb) as server:
         client = InvokeClient(server.url)
         try:
-            wall, report, body = client.invoke(payload)
+            wall, report, body, cpu = client.invoke(payload)
             status = json.loads(body).get("statusCode")
             if status != 200:
                 raise RuntimeError(f"{module}: first response {status}: {body[:300]!r}")
             warm_runs = [client.invoke(payload) for _ in range(warm)]
         finally:
             client.close()
-    last = warm_runs[-1][1] if warm_runs else report
-    return {"wall": wall, "init_ms": report.get("Init Duration"),
-            "first_duration_ms": report.get("Duration"),
-            "warm_duration_ms": sorted(r[1].get("Duration", 0.0) for r in warm_runs)[
-                len(warm_runs) // 2] if warm_runs else None,
-            "max_memory_mb": last.get("Max Memory Used")}
+    if "Init Duration" not in report:
+        raise RuntimeError(f"{module}: the first invocation reported no Init Duration "
+                           "(not a fresh environment?)")
+    durations = [r[1]["Duration"] for r in warm_runs if "Duration" in r[1]]
+    return {"wall": wall, "init_ms": report["Init Duration"],
+            "first_duration_ms": report.get("Duration"), "warm_durations_ms": durations,
+            "warm_client_ms": [r[0] for r in warm_runs], "cpu": cpu,
+            "max_memory_mb": (warm_runs[-1][1] if warm_runs else report).get("Max Memory Used")}
 
 
 def scenarios(subject: Subject, memory_mb: int, *, emulator: bool,

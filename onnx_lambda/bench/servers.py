@@ -92,14 +92,17 @@ class Server:
         self.stop()
 
 
-def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769) -> Server:
-    """``onnx-lambda serve`` on a generated template running ``handler``."""
+def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
+             concurrency: int = 4) -> Server:
+    """``onnx-lambda serve`` on a generated template running ``handler`` (at most
+    ``concurrency`` environments, function logs off)."""
     files = tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
     template = Path(files.name) / "template.yaml"
     template.write_text(bench_template(handler, environment, memory_mb=memory_mb))
     port = free_port()
     return Server([sys.executable, "-m", "onnx_lambda.cli", "serve", "--template", str(template),
-                   "--port", str(port)], port, files=files)
+                   "--port", str(port), "--quiet", "--concurrency", str(concurrency)],
+                  port, files=files)
 
 
 def always_on(model_path: Path) -> Server:

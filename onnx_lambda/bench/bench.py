@@ -1,0 +1,118 @@
+"""``onnx-lambda bench``: one model's cold starts, warm latency, memory and artifact size for
+onnx-lambda and each baseline, measured side by side in one run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from onnx_lambda.bench import artifact, cold, memory, servers, warm
+from onnx_lambda.bench.stats import interleave, median, summary
+from onnx_lambda.bench.subject import ALWAYS_ON, LAMBDA_TARGETS, Subject
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Options:
+    repeat: int = 5  # cold environments per target
+    requests: int = 1000  # warm requests per target and concurrency level
+    concurrency: Sequence[int] = (1, 2, 4)
+    rounds: int = 4  # interleaved warm batches
+    iterations: int = 20_000  # in-process overhead calls per side
+    memory_mb: int = 1769
+    emulator: bool = True
+
+
+def cold_starts(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
+    def tick(run: Callable[[], Any], label: str) -> Callable[[], Any]:
+        def go() -> Any:
+            result = run()
+            progress(f"cold {label}")
+            return result
+        return go
+
+    runs = interleave({k: tick(v, k) for k, v in cold.scenarios(
+        subject, opts.memory_mb, emulator=opts.emulator).items()}, opts.repeat)
+    out: dict[str, Any] = {}
+    for key, results in runs.items():
+        target, view = key.split("|")
+        entry = out.setdefault(target, {"runs": len(results)})
+        if view == "probe":
+            stages = list(results[0]["breakdown"])
+            entry["breakdown"] = {s: median([r["breakdown"][s] for r in results])
+                                  for s in stages}
+            entry["total_ms"] = median([sum(r["breakdown"].values()) for r in results])
+        else:
+            entry["emulated"] = {
+                "first_response_ms": median([r["wall"] for r in results]),
+                "init_ms": median([r["init_ms"] for r in results]),
+                "first_duration_ms": median([r["first_duration_ms"] for r in results]),
+                "cpu": results[0]["cpu"]}
+    for target, mem in memory.summarize(runs).items():
+        out[target]["memory"] = mem
+    return out
+
+
+def warm_latency(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
+    """Client-observed latency through the emulator's HTTP front (each Lambda-style target)
+    and the always-on server, per concurrency level."""
+    out: dict[str, Any] = {}
+    top = max(opts.concurrency)
+    with ExitStack() as stack:
+        urls = {}
+        if opts.emulator:
+            for name, module in LAMBDA_TARGETS.items():
+                server = stack.enter_context(servers.emulator(
+                    f"{module}.handler", subject.environment(opts.memory_mb),
+                    memory_mb=opts.memory_mb, concurrency=top))
+                urls[name] = server.url + "/predict"
+        urls[ALWAYS_ON] = stack.enter_context(servers.always_on(subject.portable)).url + \
+            "/predict"
+        for level in opts.concurrency:
+            samples = warm.measure(urls, subject.body, concurrency=level,
+                                   requests=opts.requests, rounds=opts.rounds,
+                                   on_round=lambda lv=level: progress(f"warm c={lv}"))
+            out[str(level)] = {name: {"summary": summary(v), "samples": v}
+                               for name, v in samples.items()}
+    return out
+
+
+def overhead(subject: Subject, opts: Options) -> dict[str, Any]:
+    """In-process: the full handler vs a bare ``session.run`` (``bench.handler.warm``, in a
+    fresh interpreter so that ``handler.app`` loads this model)."""
+    code = ("import json, sys; from pathlib import Path; "
+            "from onnx_lambda.bench.handler import warm; "
+            "print(json.dumps(warm(Path(sys.argv[1]), int(sys.argv[2]))))")
+    out = subprocess.run([sys.executable, "-c", code, str(subject.model), str(opts.iterations)],
+                         cwd=servers.ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, **subject.environment(opts.memory_mb),
+                              "PYTHONPATH": str(servers.ROOT),
+                              "ONNX_LAMBDA_LOG_LEVEL": "warning"}).stdout
+    runs = json.loads(out.strip().splitlines()[-1])
+    run_us, handler_us = summary(runs["session.run"]), summary(runs["handler"])
+    return {"session.run_us": run_us, "handler_us": handler_us,
+            "overhead_p50_us": handler_us["p50"] - run_us["p50"],
+            "overhead_p99_us": handler_us["p99"] - run_us["p99"]}
+
+
+def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
+    result: dict[str, Any] = {"model": subject.name, "path": str(subject.model)}
+    result["cold"] = cold_starts(subject, opts, progress)
+    result["warm"] = warm_latency(subject, opts, progress)
+    result["overhead"] = overhead(subject, opts)
+    progress("overhead")
+    result["artifact"] = artifact.measure(subject.model, subject.portable)
+    return result
+
+
+def steps(opts: Options) -> int:
+    """Progress steps of ``run``: cold runs, warm rounds, the overhead measurement."""
+    views = 1 + len(LAMBDA_TARGETS) * (2 if opts.emulator else 1)
+    return opts.repeat * views + opts.rounds * len(opts.concurrency) + 1

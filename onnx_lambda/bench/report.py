@@ -1,0 +1,224 @@
+"""Render ``onnx-lambda bench`` results: Markdown (``docs/benchmarks.md``), JSON and PNGs."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from onnx_lambda.bench import plots
+from onnx_lambda.bench.stats import ratio
+from onnx_lambda.bench.subject import ALWAYS_ON, FLOOR, LAMBDA_TARGETS
+
+OURS, NAIVE, MANGUM = list(LAMBDA_TARGETS)
+STAGES = ("interpreter", "imports", "model-load", "warm-up", "other init", "first request",
+          "first-request")
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import onnxruntime
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu,
+            "cores": os.cpu_count(), "load_average": os.getloadavg(),
+            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+                               1),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "onnxruntime": onnxruntime.__version__, "commit": commit or "unknown"}
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def times(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{value:.2f}×"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def cold_section(cold: Mapping[str, Any]) -> list[str]:
+    total = {t: c.get("total_ms", math.nan) for t, c in cold.items()}
+    rows = []
+    for target, entry in cold.items():
+        parts = entry.get("breakdown", {})
+        rows.append([target, fmt(total[target]), *(fmt(parts.get(s)) if s in parts else "–"
+                                                  for s in STAGES[:-1]),
+                     times(ratio(total[target], total.get(FLOOR, math.nan))),
+                     times(ratio(total[target], total.get(NAIVE, math.nan))),
+                     times(ratio(total[target], total.get(MANGUM, math.nan)))])
+    lines = ["Fresh interpreter → first response, in process (medians, ms; the floor's "
+             "interpreter share includes its exit):", ""]
+    lines += table(["target", "total", *STAGES[:-1], "× floor", "× naive", "× Mangum"], rows)
+    emulated = {t: c["emulated"] for t, c in cold.items() if "emulated" in c}
+    if emulated:
+        first = {t: e["first_response_ms"] for t, e in emulated.items()}
+        rows = [[t, fmt(e["first_response_ms"]), fmt(e["init_ms"]), fmt(e["first_duration_ms"]),
+                 times(ratio(first[t], first.get(NAIVE, math.nan))),
+                 times(ratio(first[t], first.get(MANGUM, math.nan))), e["cpu"]]
+                for t, e in emulated.items()]
+        lines += ["Through the emulator (fresh environment, real awslambdaric, Invoke API; "
+                  "client-observed first response and the REPORT line; medians, ms):", ""]
+        lines += table(["target", "first response", "Init Duration", "first Duration",
+                         "× naive", "× Mangum", "CPU"], rows)
+    return lines
+
+
+def warm_section(warm: Mapping[str, Any]) -> list[str]:
+    lines = ["Client-observed latency over HTTP with keep-alive connections (aiohttp, closed "
+             "loop, one connection per client), targets interleaved in rounds (ms):", ""]
+    for level, targets in warm.items():
+        base = targets.get(ALWAYS_ON, {}).get("summary", {})
+        rows = []
+        for name, entry in targets.items():
+            s = entry["summary"]
+            rows.append([name, str(int(s["n"])), fmt(s["p50"], 2), fmt(s["p95"], 2),
+                         fmt(s["p99"], 2), fmt(s["p99.9"], 2),
+                         times(ratio(s["p50"], base.get("p50", math.nan))),
+                         times(ratio(s["p99"], base.get("p99", math.nan)))])
+        lines += [f"Concurrency {level}:", ""]
+        lines += table(["target", "n", "p50", "p95", "p99", "p99.9", "p50 × always-on",
+                         "p99 × always-on"], rows)
+    return lines
+
+
+def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
+    run, full = overhead["session.run_us"], overhead["handler_us"]
+    rows = [["bare `session.run` (floor)", fmt(run["p50"]), fmt(run["p99"])],
+            ["`handler.app.handler(event, ctx)`", fmt(full["p50"]), fmt(full["p99"])],
+            ["handler overhead", fmt(overhead["overhead_p50_us"]),
+             fmt(overhead["overhead_p99_us"])]]
+    return ["In process, same input, same process, alternating blocks (µs per call):", "",
+            *table(["", "p50", "p99"], rows)]
+
+
+def memory_section(cold: Mapping[str, Any]) -> list[str]:
+    mem = {t: c.get("memory", {}) for t, c in cold.items()}
+    naive = mem.get(NAIVE, {})
+    rows = [[t, fmt(m.get("peak_rss_mb")), times(ratio(m.get("peak_rss_mb", math.nan),
+                                                   naive.get("peak_rss_mb", math.nan))),
+             fmt(m.get("max_memory_used_mb"), 0)] for t, m in mem.items()]
+    return ["Peak memory per environment (MB): the probe's peak RSS, and the emulator's "
+            "Max Memory Used (process tree, runtime client included):", "",
+            *table(["target", "peak RSS", "× naive", "Max Memory Used"], rows)]
+
+
+def artifact_section(sizes: Mapping[str, Mapping[str, float]]) -> list[str]:
+    naive = sizes.get(NAIVE, {}).get("total", math.nan)
+    rows = [[a, fmt(s["dependencies"]), str(int(s["packages"])), fmt(s["code"], 2),
+             fmt(s["model"], 2), fmt(s["total"]), times(ratio(s["total"], naive))]
+            for a, s in sizes.items()]
+    return ["What each approach adds to the image (MB installed, before pruning; same base "
+            "image for all):", "",
+            *table(["approach", "dependencies", "packages", "code", "model", "total",
+                     "× naive"], rows)]
+
+
+def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """The issue's targets: (what, measured, met)."""
+    cold, out = result["cold"], []
+    total = {t: c.get("total_ms", math.nan) for t, c in cold.items()}
+    for base, limit in ((FLOOR, 1.0), (NAIVE, 0.5), (MANGUM, 0.7)):
+        r = ratio(total.get(OURS, math.nan), total.get(base, math.nan))
+        out.append((f"cold ≤ {limit}× {base}", times(r), r <= limit if math.isfinite(r) else None))
+    over = result["overhead"]["overhead_p50_us"]
+    out.append(("warm in-process overhead ≤ 50 µs p50", f"{fmt(over)} µs", over <= 50))
+    for level, entry in result["warm"].items():
+        ours, base = entry.get(OURS), entry.get(ALWAYS_ON)
+        if ours and base:
+            worse = [q for q in ("p50", "p99") if ours["summary"][q] > base["summary"][q]]
+            out.append((f"emulator HTTP p50/p99 ≤ always-on (c={level})",
+                        f"{fmt(ours['summary']['p50'], 2)}/{fmt(ours['summary']['p99'], 2)} vs "
+                        f"{fmt(base['summary']['p50'], 2)}/{fmt(base['summary']['p99'], 2)} ms",
+                        not worse))
+    rss = ratio(cold.get(OURS, {}).get("memory", {}).get("peak_rss_mb", math.nan),
+                cold.get(NAIVE, {}).get("memory", {}).get("peak_rss_mb", math.nan))
+    out.append(("peak RSS ≤ 0.7× naive", times(rss), rss <= 0.7 if math.isfinite(rss) else None))
+    return out
+
+
+def plot_model(result: Mapping[str, Any], img: Path) -> list[Path]:
+    name = result["model"]
+    made = [plots.cold_breakdown({t: c["breakdown"] for t, c in result["cold"].items()
+                                  if "breakdown" in c},
+                                 f"{name}: cold start breakdown", img / f"{name}-cold.png")]
+    for level, entry in result["warm"].items():
+        made.append(plots.latency_cdf({t: e["samples"] for t, e in entry.items()},
+                                      f"{name}: warm latency CDF, concurrency {level}",
+                                      img / f"{name}-warm-c{level}.png"))
+    return made
+
+
+def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mapping[str, Any],
+             images: Mapping[str, Sequence[Path]], doc: Path) -> str:
+    lines = ["# Benchmarks", "",
+             "Generated by `onnx-lambda bench`; do not edit by hand. Every figure is measured "
+             "side by side with its baselines in the same run (interleaved A B A B …), and "
+             "ratios compare numbers from that run only.", "",
+             "```bash", command, "```", "",
+             "Baselines (`onnx_lambda/bench/baselines/`, same model file, same request): "
+             "**floor** = bare onnxruntime in a process; **naive handler** = the common sample "
+             "style (boto3 + full Powertools at module top, default session options, model "
+             "loaded in the first request); **FastAPI + Mangum** = ASGI app behind the Mangum "
+             "adapter, model loaded at startup; **always-on** = the same FastAPI app under "
+             "uvicorn. All Lambda-style targets run through the local emulator (real "
+             "awslambdaric, CPU quota of the memory size). Every target gets the same tensors "
+             "(ours with `ONNX_LAMBDA_PIPELINE=tensor`).", "",
+             "Machine: " + ", ".join(f"{k} {v}" for k, v in facts.items()), ""]
+    if facts.get("load_average") and facts["load_average"][0] > (facts.get("cores") or 1):
+        lines += ["> **The machine was busy during this run** (load average above the core "
+                  "count): absolute numbers are noisy; ratios from interleaved runs are more "
+                  "robust.", ""]
+    for result in results:
+        name = result["model"]
+        lines += [f"## {name}", "", f"Model: `{result['path']}`", "", "### Targets", ""]
+        lines += table(["target", "measured", "met"],
+                        [[w, m, {True: "yes", False: "**no**", None: "–"}[ok]]
+                         for w, m, ok in targets(result)])
+        lines += ["### Cold start", "", *cold_section(result["cold"]),
+                  "### Warm latency", "", *warm_section(result["warm"]),
+                  *overhead_section(result["overhead"]), "### Memory", "",
+                  *memory_section(result["cold"]), "### Artifact", "",
+                  *artifact_section(result["artifact"])]
+        for path in images.get(name, []):
+            lines += [f"![{path.stem}]({os.path.relpath(path, doc.parent)})", ""]
+    return "\n".join(lines)
+
+
+def without_samples(value: Any) -> Any:
+    """The results without raw sample lists (the JSON keeps summaries)."""
+    if isinstance(value, dict):
+        return {k: without_samples(v) for k, v in value.items() if k != "samples"}
+    if isinstance(value, list):
+        return [without_samples(v) for v in value]
+    return value
+
+
+def write(results: Sequence[Mapping[str, Any]], *, command: str, doc: Path, json_path: Path,
+          img: Path, facts: Mapping[str, Any]) -> None:
+    images = {r["model"]: plot_model(r, img) for r in results}
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(markdown(results, command=command, facts=facts, images=images, doc=doc)
+                   + "\n", encoding="utf-8")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps({"command": command, "machine": facts,
+                                     "results": without_samples(list(results))},
+                                    indent=2, default=str) + "\n", encoding="utf-8")

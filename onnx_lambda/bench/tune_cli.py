@@ -1,0 +1,75 @@
+"""``onnx-lambda tune``: run the sizing, print and write it (JSON, Markdown, PNG), and
+optionally put the recommendation into samconfig.toml."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from onnx_lambda.bench import plots, sizing, tune
+from onnx_lambda.bench.cost import PriceTable
+from onnx_lambda.bench.progress import progress_bar
+from onnx_lambda.bench.report import fmt, machine, table
+from onnx_lambda.bench.subject import prepare
+
+
+def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, command: str,
+             prices: PriceTable, arch: str, metric: str) -> str:
+    rows = []
+    for p in result["points"]:
+        chosen = ", ".join(s for s, r in recs.items() if r.memory_mb == p.memory_mb)
+        rows.append([str(p.memory_mb), f"{sizing.vcpus(p.memory_mb):.2f}",
+                     "measured" if p.measured else f"extrapolated from {p.extrapolated_from}",
+                     fmt(p.cold_init_ms), fmt(p.warm_p50_ms, 2), fmt(p.warm_p99_ms, 2),
+                     fmt(p.mean_billed_ms, 2), f"{p.cost_per_million:.3f}", chosen or ""])
+    lines = [f"Memory sizing (`{command}`), host with {result['host_cpus']} CPUs; prices "
+             f"{arch}, {prices.raw['region']}, retrieved {prices.raw['retrieved']}; latency "
+             f"metric {metric}.", "",
+             *table(["MB", "vCPU", "", "cold init + 1st (ms)", "warm p50", "warm p99",
+                      "billed ms", "USD / 1M", "recommended for"], rows),
+             "Sizes above the host's cores cannot be emulated: they repeat the largest "
+             "measured size's latencies (no further speed-up assumed) and are never "
+             "recommended."]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, command: str) -> int:
+    prices = PriceTable.load()
+    subject = prepare(args.model, name=args.model.name if args.model.is_dir() else None)
+    repeat, warm = (1, 20) if args.quick else (args.repeat, args.warm)
+    cpus = tune.host_cpus()
+    steps = repeat * sum(1 for m in args.sizes if sizing.measurable(m, cpus))
+    with progress_bar(f"tune {subject.name}", steps) as advance:
+        result = tune.run(subject, args.sizes, repeat=repeat, warm=warm, prices=prices,
+                          arch=args.arch, cold_fraction=args.cold_fraction, on_step=advance)
+    points = result["points"]
+    recs = {s: sizing.recommend(points, s, weight=args.weight, metric=args.metric)
+            for s in sizing.STRATEGIES}
+    text = markdown(result, recs, command=command, prices=prices, arch=args.arch,
+                    metric=args.metric)
+    print(text)
+    for strategy, rec in recs.items():
+        print(f"recommended for {strategy}: {rec.memory_mb} MB")
+    out: Path = args.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tune.md").write_text(text, encoding="utf-8")
+    plots.tune(points, f"{subject.name}: latency and cost vs memory", out / "tune.png")
+    (out / "tune.json").write_text(json.dumps({
+        "command": command, "machine": machine(), "model": str(subject.model),
+        "arch": args.arch, "metric": args.metric, "host_cpus": result["host_cpus"],
+        "cpu_limits": result["cpu_limits"], "points": [p.as_dict() for p in points],
+        "recommended": {s: r.memory_mb for s, r in recs.items()},
+        "samples": {str(m): {"init_ms": [r["init_ms"] + (r["first_duration_ms"] or 0.0)
+                                         for r in runs],
+                             "warm_ms": [d for r in runs for d in r["warm_durations_ms"]]}
+                    for m, runs in result["raw"].items()},
+    }, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out / 'tune.md'}, {out / 'tune.json'}, {out / 'tune.png'}")
+    if args.write_samconfig:
+        size = recs[args.strategy].memory_mb
+        changed = sizing.write_samconfig(args.write_samconfig, size)
+        print(f"{args.write_samconfig}: MemorySize={size} ({args.strategy})"
+              + ("" if changed else ", unchanged"))
+    return 0
