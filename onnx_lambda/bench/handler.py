@@ -93,11 +93,10 @@ def cold(model: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
 
 def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float]]:
     """Microseconds per call for bare ``session.run`` and for the full handler."""
-    os.environ["ONNX_LAMBDA_MODEL"] = str(model)
-    os.environ.setdefault("ONNX_LAMBDA_LOG_LEVEL", "warning")
-    import handler.app as app
+    from handler.bootstrap import create
+    from handler.settings import Settings
 
-    service = app.SERVICE
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}))
     service.telemetry.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the run)
     example = (service.model.artifact.manifest.example
                if service.model.artifact.manifest and service.model.artifact.manifest.example
@@ -117,7 +116,7 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
 
     session, names = service.model.session, [o.name for o in service.model.outputs]
     ctx = Context()
-    assert app.handler(event, ctx)["statusCode"] == 200
+    assert service(event, ctx)["statusCode"] == 200
 
     def timed(call: Any) -> list[float]:
         samples = []
@@ -130,7 +129,7 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
     results: dict[str, list[float]] = {"session.run": [], "handler": []}
     for _ in range(blocks):
         results["session.run"] += timed(lambda: session.run(names, feeds))
-        results["handler"] += timed(lambda: app.handler(event, ctx))
+        results["handler"] += timed(lambda: service(event, ctx))
     return results
 
 
@@ -183,6 +182,27 @@ def session_options(model: Path, iterations: int, repeat: int = 5) -> str:
     return "\n".join(lines)
 
 
+def powertools_import(repeat: int) -> str:
+    """Why telemetry.py writes EMF itself: what importing Powertools Metrics would add."""
+    def child(code: str) -> float:
+        out = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); "
+                              f"{code}; print((time.perf_counter() - t) * 1e3)"],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        return float(out)
+
+    runs = interleave({
+        "json (our EMF writer's only dependency)": lambda: child("import json"),
+        "aws_lambda_powertools.Metrics": lambda: child(
+            "from aws_lambda_powertools import Metrics; Metrics(namespace='N')"),
+        "aws_lambda_powertools Logger + Metrics": lambda: child(
+            "from aws_lambda_powertools import Logger, Metrics; Logger(); "
+            "Metrics(namespace='N')"),
+    }, repeat)
+    lines = ["| import on the cold path | ms (median) |", "|---|---|"]
+    lines += [f"| {name} | {percentile(samples, 50):.1f} |" for name, samples in runs.items()]
+    return "\n".join(lines)
+
+
 def default_model() -> Path:
     digits = ROOT / "models" / "digits"
     if (digits / "model.json").exists():
@@ -209,7 +229,8 @@ def report(model: Path, repeat: int, iterations: int) -> str:
         lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
     lines.append(f"| handler overhead | {percentile(full, 50) - percentile(run, 50):.1f} | "
                  f"{percentile(full, 99) - percentile(run, 99):.1f} |")
-    return "\n".join([*lines, "", session_options(model, iterations)])
+    return "\n".join([*lines, "", session_options(model, iterations), "",
+                      powertools_import(repeat)])
 
 
 def main(argv: list[str] | None = None) -> int:
