@@ -149,7 +149,8 @@ class Environment:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "init"
-        self._runner = web.AppRunner(runtime_app(self), access_log=None)
+        self._runner = web.AppRunner(runtime_app(self), access_log=None,
+                                     handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -246,6 +247,8 @@ class Environment:
         if error_type is not None:
             error_type = _error_type(body, error_type)
         future.set_result(Outcome(body, error_type, self._elapsed_ms(invocation)))
+        if error_type == "Function.ResponseSizeTooLarge":
+            self.kill("response-too-large")  # the runtime client does not survive the 413
         return None
 
     def init_failed(self, body: bytes, error_type: str | None) -> None:

@@ -78,7 +78,8 @@ def match(routes: list[CompiledRoute], method: str, path: str,
 async def _read(request: web.Request) -> apigw.HttpRequest:
     peer = request.transport.get_extra_info("peername") if request.transport else None
     return apigw.HttpRequest(
-        method=request.method, path=request.path, raw_query=request.query_string,
+        method=request.method, path=request.path,
+        raw_query=request.raw_path.partition("?")[2],
         headers=list(request.headers.items()), body=await request.read(),
         source_ip=peer[0] if peer else "127.0.0.1",
         protocol=f"HTTP/{request.version.major}.{request.version.minor}")

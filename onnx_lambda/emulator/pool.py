@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from onnx_lambda.emulator.environment import (
     Environment,
@@ -70,7 +71,8 @@ class FunctionPool:
         self._emit = emit
         self._leased: set[Environment] = set()
         self._provisioned: set[Environment] = set()
-        self._tasks: set[asyncio.Task[object]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()  # event invocations, provisioning
+        self._closing: set[asyncio.Task[object]] = set()  # environments being closed
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -85,7 +87,7 @@ class FunctionPool:
         for task in [*self._tasks, *([self._reaper] if self._reaper else [])]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await asyncio.gather(*(env.close() for env in self.environments))
+        await asyncio.gather(*(env.close() for env in self.environments), *self._closing)
         self.environments.clear()
 
     def describe_limits(self) -> tuple[str, str]:
@@ -183,7 +185,7 @@ class FunctionPool:
     def _discard(self, env: Environment) -> None:
         with contextlib.suppress(ValueError):
             self.environments.remove(env)
-        self._spawn(env.close())
+        self._spawn(env.close(), self._closing)
         if env in self._provisioned:
             self._provisioned.discard(env)
             if not self._stopping:
@@ -203,10 +205,12 @@ class FunctionPool:
         finally:
             self._release(env)
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, object],
+               tasks: set[asyncio.Task[object]] | None = None) -> None:
+        group = self._tasks if tasks is None else tasks
+        task = asyncio.ensure_future(coro)
+        group.add(task)
+        task.add_done_callback(group.discard)
 
     async def _reap_idle(self) -> None:
         interval = min(1.0, self.config.idle_timeout_s / 4)

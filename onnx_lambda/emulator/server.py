@@ -142,7 +142,7 @@ class Emulator:
                                  version="1" if pool.spec.alias else "$LATEST")
 
     async def _listen(self, app: web.Application, port: int) -> int:
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         await web.TCPSite(runner, self.host, port).start()
         self._runners.append(runner)
@@ -161,6 +161,7 @@ class Emulator:
             yield self
         finally:
             asyncio.run_coroutine_threadsafe(self.stop(), loop).result()
+            asyncio.run_coroutine_threadsafe(_cancel_others(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
             loop.close()
@@ -169,6 +170,14 @@ class Emulator:
         """Run ``coro`` (e.g. ``emu.invoke(...)``) on the emulator's loop from another thread."""
         assert self._loop is not None, "not running"
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+
+async def _cancel_others() -> None:
+    """Cancel what is left on the loop (e.g. connections the stopped servers still hold)."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def serve_until_stopped(emulator: Emulator, ready: Callable[[], None]) -> None:

@@ -30,8 +30,12 @@ def echo(event: Any, context: Any) -> Any:
 
 
 def value(event: Any, context: Any) -> Any:
-    """Return ``event["value"]`` as is (any JSON, e.g. an API Gateway response)."""
-    return event["value"]
+    """Return ``value`` of the event (or of its JSON body, behind an API) as is: any JSON,
+    e.g. an API Gateway proxy response."""
+    import json
+
+    data = json.loads(event["body"]) if "body" in event else event
+    return data["value"]
 
 
 def http(event: Any, context: Any) -> Any:

@@ -1,0 +1,44 @@
+"""Shared pieces of the emulator's end-to-end tests: the test template (tiny handlers in
+``tests/e2e/handlers``), an emulator running in a background thread, a boto3 client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from onnx_lambda.emulator import Emulator
+
+HANDLERS = Path(__file__).parent / "handlers"
+TEMPLATE = HANDLERS / "template.yaml"
+EVENTS = Path(__file__).parent.parent / "events"  # generated with sam local generate-event
+
+
+def lambda_client(url: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("lambda", endpoint_url=url, region_name="us-east-1",
+                        aws_access_key_id="x", aws_secret_access_key="x",
+                        config=Config(retries={"max_attempts": 0}, read_timeout=30))
+
+
+def children() -> list[psutil.Process]:
+    return psutil.Process().children(recursive=True)
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Emulator]:
+    """The test template's functions on a free port (function logs off)."""
+    emulator = Emulator(TEMPLATE, port=0, log=None, concurrency=2)
+    with emulator.running():
+        yield emulator
+    assert not children(), "environments left running after stop()"
+
+
+@pytest.fixture(scope="module")
+def client(emu: Emulator) -> Any:
+    return lambda_client(emu.url)
