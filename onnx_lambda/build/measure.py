@@ -31,15 +31,16 @@ class Figures:
     p50_ms: float
 
 
-def load_raw(path: Path) -> Model:
+def load_raw(path: Path, threads: int | None = None) -> Model:
     return Model(Artifact(path, None, path.suffix == ".ort", str(path)),
-                 threads=threads_for(None, visible_cpus()), graph_optimization="auto")
+                 threads=threads or threads_for(None, visible_cpus()), graph_optimization="auto")
 
 
-def load_folder(folder: Path) -> Model:
+def load_folder(folder: Path, threads: int | None = None) -> Model:
     artifact = resolve(str(folder), ort_version=ort.__version__, verify="never",
                        cache_dir=str(folder))
-    return Model(artifact, threads=threads_for(None, visible_cpus()), graph_optimization="auto")
+    return Model(artifact, threads=threads or threads_for(None, visible_cpus()),
+                 graph_optimization="auto")
 
 
 def figures(load: Callable[[Path], Model], target: Path, size_bytes: int,

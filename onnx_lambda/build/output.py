@@ -14,7 +14,8 @@ from onnx_lambda.build.errors import OutputError
 
 
 def staging_for(output: Path) -> Path:
-    """A fresh staging folder on the same filesystem as ``output`` (so the rename is atomic)."""
+    """A fresh staging folder on the same filesystem as ``output`` (so the rename is atomic),
+    with the permissions a plain mkdir would give (the Lambda user is not the image's owner)."""
     if output.exists() and not output.is_dir():
         raise OutputError(f"{output}: exists and is not a folder")
     if output.is_dir() and any(output.iterdir()) and not (output / FILENAME).exists():
@@ -23,7 +24,12 @@ def staging_for(output: Path) -> Path:
     parent = output.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".building", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".building",
+                                        dir=parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)
+        return staging
     except OSError as exc:
         raise OutputError(f"{output}: cannot write there ({exc.strerror or exc})") from exc
 

@@ -56,11 +56,12 @@ def quantize(source: Path, target: Path, settings: QuantizeSettings,
 
 
 def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:
-    """Nodes dynamic quantization would touch: the op types asked for, with a constant weight."""
+    """Nodes dynamic quantization would touch: the op types asked for, with a constant weight
+    (a Gather's table is its first input, a MatMul's weight its second)."""
     weights = {init.name for init in model.graph.initializer}
     return [node.name for node in model.graph.node
-            if node.op_type in op_types and len(node.input) > 1 and node.input[1] in weights
-            and node.name]
+            if node.op_type in op_types and node.name and len(node.input) > 1
+            and node.input[0 if node.op_type == "Gather" else 1] in weights]
 
 
 def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evaluate,

