@@ -73,9 +73,9 @@ def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
         if kind in "iuf":
             return array.astype(want, copy=False)
     elif want.kind in "iu" and kind in "iuf":
-        converted = array.astype(want, copy=False)
         # Only where no value changes: 3.0 → 3 is fine, 3.5 or an out-of-range value is not.
         with np.errstate(invalid="ignore"):
+            converted = array.astype(want, copy=False)
             if np.array_equal(converted, array):
                 return converted
         raise InvalidInputError(f"input {spec.name!r}: expected integers in range for "
