@@ -59,6 +59,13 @@ class InferenceError(OnnxLambdaError):
     type = "InferenceFailed"
 
 
+class ResponseTooLargeError(OnnxLambdaError):
+    """The answer would not fit Lambda's synchronous response limit (6 MB)."""
+
+    status = 500
+    type = "ResponseTooLarge"
+
+
 class DeadlineExceededError(OnnxLambdaError):
     status = 504
     type = "DeadlineExceeded"

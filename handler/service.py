@@ -20,15 +20,17 @@ from handler.errors import (
     NotFoundError,
     OnnxLambdaError,
     PayloadTooLargeError,
+    ResponseTooLargeError,
     UnsupportedMediaTypeError,
 )
 from handler.http import JSON, NPY, OCTET, Request, Response
 from handler.model import Model
 from handler.pipelines import Pipeline
-from handler.settings import Settings
+from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
 from handler.telemetry import StageTimer, Telemetry, server_timing
 
 NPY_MAGIC = b"\x93NUMPY"
+RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
 
 
 class Service:
@@ -74,7 +76,7 @@ class Service:
             queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
             timer.durations["queue"] = max(queue, 0.0)
         if not (request and request.raw_response):
-            response.body_bytes()
+            response = self._fit(response, request_id)
         timer.mark("encode")
         durations = dict(timer.durations)
         durations["total"] = timer.total_ms()
@@ -218,6 +220,20 @@ class Service:
                 "initializationType": self.state.initialization_type,
                 "inputs": [s.describe() for s in self.model.inputs],
                 "outputs": [s.describe() for s in self.model.outputs]}
+
+    def _fit(self, response: Response, request_id: str) -> Response:
+        """Encode the body; one that cannot fit Lambda's response limit becomes a clear error
+        instead of the runtime's opaque failure (API Gateway would answer 502)."""
+        size = len(response.body_bytes())
+        wire = size * 4 // 3 + 4 if response.is_binary else size  # base64 on the way out
+        if wire <= LAMBDA_MAX_SYNC_PAYLOAD - RESPONSE_ENVELOPE:
+            return response
+        error = self._error(ResponseTooLargeError(
+            f"the response would be {wire} bytes; Lambda returns at most "
+            f"{LAMBDA_MAX_SYNC_PAYLOAD}: ask for fewer outputs (parameters.outputs), binary "
+            "tensors (V2 binary_data, .npy) or a smaller batch"), request_id)
+        error.body_bytes()
+        return error
 
     def _error(self, exc: OnnxLambdaError, request_id: str) -> Response:
         if exc.status >= 500:

@@ -134,3 +134,14 @@ def test_direct_invocation_errors_are_data(linear_service: Any) -> None:
     assert answer["requestId"] == "direct-1"
     answer = linear_service({"inputs": [[1, 2, 3, 4]]}, Context())
     np.testing.assert_allclose(answer["outputs"]["y"], [np.array([1, 2, 3, 4]) @ WEIGHTS])
+
+
+def test_response_over_lambdas_limit_is_a_clear_error(make_service: Any,
+                                                      model_dir: Path) -> None:
+    service = make_service(model_dir / "linear.onnx", max_payload_bytes=str(20 << 20))
+    rows = 600_000  # ~14 bytes of JSON per output row: over 8 MB of response
+    body = json.dumps({"inputs": [[1, 2, 3, 4]] * rows})
+    status, answer, _ = call(service, http_event(body=body))
+    assert (status, answer["error"]["type"]) == (500, "ResponseTooLarge")
+    assert "binary" in answer["error"]["message"]
+    assert_healthy(service)
