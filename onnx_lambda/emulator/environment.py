@@ -146,6 +146,11 @@ class Environment:
         self._timer: asyncio.TimerHandle | None = None
         self.exited = asyncio.Event()
 
+    @property
+    def pid(self) -> int | None:
+        """The runtime process (the root of the environment's process tree)."""
+        return self._proc.pid if self._proc is not None else None
+
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "init"

@@ -18,7 +18,9 @@ import contextlib
 import ctypes
 import math
 import os
+import secrets
 import signal
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -44,9 +46,10 @@ class CpuLimiter:
         self._group_root: Path | None = None
         self._next_core = 0
         if mode in ("auto", "cfs-quota"):
-            root = CGROUP_CPU_ROOT / f"onnx-lambda-{os.getpid()}"
+            root = CGROUP_CPU_ROOT / f"onnx-lambda-{os.getpid()}-{secrets.token_hex(3)}"
             try:
-                root.mkdir(exist_ok=True)
+                _remove_stale_groups()
+                root.mkdir()
                 self._group_root = root
                 mode = "cfs-quota"
             except OSError:
@@ -100,12 +103,32 @@ class CpuLimiter:
                 (self._group_root / env_id).rmdir()
 
     def close(self) -> None:
-        if self._group_root is not None:
-            for group in self._group_root.iterdir():
+        """Remove the cgroups (the kernel may need a moment after the last exit)."""
+        if self._group_root is None:
+            return
+        for _ in range(50):
+            try:
+                for group in self._group_root.iterdir():
+                    if group.is_dir():
+                        group.rmdir()
+                self._group_root.rmdir()
+                break
+            except OSError:
+                time.sleep(0.02)
+        self._group_root = None
+
+
+def _remove_stale_groups() -> None:
+    """Remove the (empty) cgroups of emulators that died without cleaning up."""
+    for root in CGROUP_CPU_ROOT.glob("onnx-lambda-*"):
+        owner = root.name.split("-")[2]
+        if owner.isdigit() and psutil.pid_exists(int(owner)):
+            continue
+        with contextlib.suppress(OSError):
+            for group in root.iterdir():
                 if group.is_dir():
                     group.rmdir()
-            self._group_root.rmdir()
-            self._group_root = None
+            root.rmdir()
 
 
 def die_with_parent() -> None:

@@ -90,6 +90,11 @@ class FunctionPool:
         await asyncio.gather(*(env.close() for env in self.environments), *self._closing)
         self.environments.clear()
 
+    @property
+    def in_use(self) -> int:
+        """Environments serving (or initialising for) an invocation right now."""
+        return len(self._leased)
+
     def describe_limits(self) -> tuple[str, str]:
         memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
                   else "off")
