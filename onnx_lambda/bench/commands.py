@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,8 +98,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_arguments(simulate)
 
 
-def _command() -> str:
-    return "onnx-lambda " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+def command_line(args: argparse.Namespace) -> str:
+    """The exact command, every option spelled out (so a report says how to reproduce it)."""
+    words = ["onnx-lambda", args.command]
+    for key, value in vars(args).items():
+        if key in ("command", "func") or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list | tuple) and all(isinstance(v, int) for v in value):
+            words += [flag, ",".join(str(v) for v in value)]
+        elif isinstance(value, list | tuple):
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -124,8 +138,8 @@ def _bench(args: argparse.Namespace) -> int:
         with progress_bar(f"bench {subject.name}", steps) as advance:
             results.append(bench.run(subject, opts, advance))
     facts["load_average_end"] = os.getloadavg()
-    report.write(results, command=_command(), doc=args.out, json_path=args.json, img=args.img,
-                 facts=facts)
+    report.write(results, command=command_line(args), doc=args.out, json_path=args.json,
+                 img=args.img, facts=facts)
     for result in results:
         for what, measured, met in report.targets(result):
             print(f"{result['model']}: {what}: {measured} "
@@ -139,4 +153,4 @@ def _tune(args: argparse.Namespace) -> int:
 
     if args.model is None:
         args.model = default_models()[0]
-    return run(args, _command())
+    return run(args, command_line(args))

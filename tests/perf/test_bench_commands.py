@@ -1,0 +1,91 @@
+"""Smoke runs of ``onnx-lambda bench``, ``tune`` and ``simulate`` on a tiny model: each one
+completes, writes its files, and its numbers are finite. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onnx_lambda.cli import main
+from tests.support import models
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return models.linear(tmp_path_factory.mktemp("bench") / "linear.onnx")
+
+
+def numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in numbers(v)]
+    return []
+
+
+def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
+    doc, img = tmp_path / "benchmarks.md", tmp_path / "img"
+    assert main(["bench", "--model", str(tiny), "--repeat", "1", "--requests", "8",
+                 "--concurrency", "1", "--rounds", "1", "--iterations", "200",
+                 "--out", str(doc), "--json", str(img / "results.json"),
+                 "--img", str(img)]) == 0
+    text = doc.read_text()
+    for heading in ("### Cold start", "### Warm latency", "### Memory", "### Artifact",
+                    "onnx-lambda bench --model"):  # the exact command
+        assert heading in text
+    result = json.loads((img / "results.json").read_text())["results"][0]
+    assert set(result["cold"]) == {"floor", "onnx-lambda", "naive handler", "FastAPI + Mangum"}
+    assert "emulated" in result["cold"]["onnx-lambda"]
+    assert len(result["warm"]["1"]) == 4
+    values = numbers(result["cold"]) + numbers(result["warm"]) + numbers(result["overhead"])
+    assert values and all(math.isfinite(v) for v in values)
+    assert {p.name for p in img.glob("*.png")} == {"linear-cold.png", "linear-warm-c1.png"}
+
+
+def test_tune_measures_extrapolates_and_writes_samconfig(tiny: Path, tmp_path: Path) -> None:
+    samconfig = tmp_path / "samconfig.toml"
+    assert main(["tune", "--model", str(tiny), "--sizes", "512,1769,10240", "--repeat", "1",
+                 "--warm", "5", "--out-dir", str(tmp_path),
+                 "--write-samconfig", str(samconfig)]) == 0
+    data = json.loads((tmp_path / "tune.json").read_text())
+    by_size = {p["memory_mb"]: p for p in data["points"]}
+    assert by_size[512]["measured"] and by_size[1769]["measured"]
+    assert not by_size[10240]["measured"] and by_size[10240]["extrapolated_from"] == 1769
+    assert all(math.isfinite(v) for p in data["points"] for v in numbers(
+        {k: p[k] for k in ("cold_init_ms", "warm_p50_ms", "warm_p99_ms", "cost_per_million")}))
+    assert set(data["recommended"]) == {"cost", "speed", "balanced"}
+    assert data["recommended"]["balanced"] in (512, 1769)
+    assert f'MemorySize=\\"{data["recommended"]["balanced"]}\\"' in samconfig.read_text()
+    assert (tmp_path / "tune.png").stat().st_size > 0
+
+
+def test_simulate_uses_measured_numbers_and_recommends(tmp_path: Path) -> None:
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps({"samples": {"1769": {"init_ms": [600.0, 700.0],
+                                                     "warm_ms": [2.0, 3.0, 9.0]}}}))
+    code = main(["simulate", "--pattern", "bursty", "--hours", "3", "--measured", str(tune),
+                 "--out-dir", str(tmp_path)])
+    data = json.loads((tmp_path / "simulate-bursty.json").read_text())
+    assert "measured" in data["workload"]
+    best = next(r for r in data["results"] if r["strategy"] == data["recommended"])
+    assert code == (0 if best["cold_fraction"] <= 0.01 else 1)
+    assert all(math.isfinite(v) for v in numbers(data["results"]))
+    assert (tmp_path / "simulate-bursty.png").stat().st_size > 0
+
+
+def test_simulate_csv_with_given_strategies(tmp_path: Path) -> None:
+    csv = tmp_path / "ts.csv"
+    csv.write_text("timestamp\n" + "\n".join(str(1_700_000_000 + 7 * i) for i in range(200)))
+    main(["simulate", "--pattern", "csv", "--csv", str(csv), "--strategy", "none",
+          "--strategy", "provisioned:1", "--out-dir", str(tmp_path)])
+    data = json.loads((tmp_path / "simulate-csv.json").read_text())
+    assert [r["strategy"] for r in data["results"]] == ["none", "provisioned 1"]
+    assert data["results"][1]["cold_starts"] == 0
