@@ -1,0 +1,126 @@
+"""Conformance with the real Lambda Runtime Interface Emulator (the binary shipped in the
+aws-sam-cli package, run natively): the same events through the RIE and through our
+emulator give the same payloads and the same error documents.
+
+Known, intended differences (docs/emulator.md): on a timeout the RIE answers the bare text
+``Task timed out after 1.00 seconds`` where Lambda (and we) answer a JSON error document
+carrying that text; on an init error the RIE answers HTTP 502 where Lambda's Invoke API
+(and we) answer 200 with ``X-Amz-Function-Error: Unhandled``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onnx_lambda.emulator import Emulator
+from tests.e2e import emulator_support
+from tests.e2e.emulator_support import HANDLERS
+
+pytestmark = pytest.mark.e2e
+emu = emulator_support.emu
+_SAMCLI = importlib.util.find_spec("samcli")
+RIE = (Path(_SAMCLI.origin or "").parent if _SAMCLI else Path("/nonexistent")) / "local" / \
+    "rapid" / "aws-lambda-rie-x86_64"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def rie() -> Iterator[Callable[[str, bytes], tuple[int, bytes]]]:
+    """``rie(handler, payload)`` -> (HTTP status, body) from a fresh RIE running ``handler``."""
+    if not os.access(RIE, os.X_OK):
+        pytest.skip(f"no runnable RIE at {RIE}")
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def invoke(handler: str, payload: bytes) -> tuple[int, bytes]:
+        port = free_port()
+        process = subprocess.Popen(
+            [str(RIE), "--runtime-interface-emulator-address", f"127.0.0.1:{port}",
+             sys.executable, "-m", "awslambdaric", handler],
+            cwd=HANDLERS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(HANDLERS), "AWS_LAMBDA_FUNCTION_TIMEOUT": "1"})
+        processes.append(process)
+        url = f"http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(url, data=payload, timeout=30) as response:
+                    return response.status, response.read()
+            except urllib.error.HTTPError as error:
+                return error.code, error.read()
+            except urllib.error.URLError:
+                assert time.monotonic() < deadline, "RIE did not start"
+                time.sleep(0.05)
+
+    yield invoke
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def ours(emu: Emulator, function: str, payload: bytes) -> tuple[str | None, bytes]:
+    result = emu.call(emu.invoke(function, payload))
+    return result.error_type, result.payload
+
+
+def without_request_id(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in document.items() if k != "requestId"}
+
+
+@pytest.mark.parametrize("value", [{"statusCode": 200, "body": "ok"}, "text", [1, 2.5, None],
+                                   None, {"nested": {"ü": "ünïcode"}}])
+def test_success_payloads_match(rie: Any, emu: Emulator, value: Any) -> None:
+    payload = json.dumps({"value": value}).encode()
+    status, theirs = rie("fns.value", payload)
+    error, mine = ours(emu, "Value", payload)
+    assert status == 200 and error is None
+    assert json.loads(mine) == json.loads(theirs) == value
+
+
+def test_unhandled_exception_documents_match(rie: Any, emu: Emulator) -> None:
+    status, theirs = rie("fns.fail", b"{}")
+    error, mine = ours(emu, "Fail", b"{}")
+    assert status == 200 and error == "Boom"
+    assert without_request_id(json.loads(mine)) == without_request_id(json.loads(theirs))
+    assert set(json.loads(mine)) == {"errorMessage", "errorType", "requestId", "stackTrace"}
+
+
+def test_init_error_documents_match(rie: Any, emu: Emulator) -> None:
+    _status, theirs = rie("broken.handler", b"{}")
+    error, mine = ours(emu, "Broken", b"{}")
+    assert error == "RuntimeError"
+    assert json.loads(mine) == json.loads(theirs)
+
+
+def test_timeout_message_matches(rie: Any, emu: Emulator) -> None:
+    payload = json.dumps({"seconds": 3}).encode()
+    _status, theirs = rie("fns.sleep", payload)
+    error, mine = ours(emu, "Sleep", payload)  # Timeout: 1 in the template
+    assert error == "Sandbox.Timedout"
+    assert theirs.decode() == "Task timed out after 1.00 seconds"
+    assert json.loads(mine)["errorMessage"].endswith(theirs.decode())
+
+
+def test_oversized_response_documents_match(rie: Any, emu: Emulator) -> None:
+    payload = json.dumps({"bytes": 6_300_000}).encode()
+    _status, theirs = rie("fns.big", payload)
+    error, mine = ours(emu, "Big", payload)
+    assert error == "Function.ResponseSizeTooLarge"
+    assert json.loads(mine)["errorType"] == json.loads(theirs)["errorType"]
