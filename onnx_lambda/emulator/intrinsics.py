@@ -161,7 +161,10 @@ class Resolver:
             return self._sub(value)
         if name == "FindInMap":
             mapping, key, sub_key = value
-            return self.template["Mappings"][mapping][key][sub_key]
+            try:
+                return self.template["Mappings"][mapping][key][sub_key]
+            except (KeyError, TypeError) as exc:
+                raise TemplateError(f"Fn::FindInMap: no {mapping}.{key}.{sub_key}") from exc
         if name == "Base64":
             return base64.b64encode(str(value).encode()).decode()
         if name == "GetAtt":

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,16 @@ def lambda_client(url: str) -> Any:
     return boto3.client("lambda", endpoint_url=url, region_name="us-east-1",
                         aws_access_key_id="x", aws_secret_access_key="x",
                         config=Config(retries={"max_attempts": 0}, read_timeout=30))
+
+
+def call(url: str, method: str = "GET", body: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
 
 
 def children() -> list[psutil.Process]:

@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
 
 from onnx_lambda.emulator import Emulator
 from tests.e2e import emulator_support
+from tests.e2e.emulator_support import call
 
 pytestmark = pytest.mark.e2e
 emu = emulator_support.emu
-
-
-def call(url: str, method: str = "GET", body: bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.headers, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
 
 
 def shape(emu: Emulator, value: Any, path: str = "/shape") -> tuple[int, Any, bytes]:

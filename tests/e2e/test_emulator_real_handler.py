@@ -1,0 +1,78 @@
+"""The real handler (``handler.app.handler``) behind the project's own ``template.yaml``,
+served by the emulator with a tiny generated model (``ModelPath`` override)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onnx_lambda.emulator import Emulator
+from tests.e2e.emulator_support import call, lambda_client
+from tests.support import models
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
+    emulator = Emulator(ROOT / "template.yaml", port=0, log=None,
+                        parameter_overrides={"ModelPath": str(model)})
+    with emulator.running():
+        yield emulator
+
+
+def test_template_functions_and_routes(served: Emulator) -> None:
+    assert "InferenceFunction" in served.pools
+    spec = served.pools["InferenceFunction"].spec
+    assert spec.handler == "handler.app.handler" and spec.alias == "live"
+    routes = {(r.method, r.path) for r in served.routes}
+    assert {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
+            ("GET", "/v2/models/{name}"), ("GET", "/v2/health/ready"),
+            ("GET", "/health")} <= routes
+
+
+def test_predict_through_the_http_api(served: Emulator) -> None:
+    status, headers, body = call(served.url + "/predict", "POST",
+                                 json.dumps({"inputs": [[1.0, 2.0, 3.0, 4.0]]}).encode(),
+                                 {"Content-Type": "application/json"})
+    assert status == 200, body
+    outputs = json.loads(body)
+    assert outputs  # the handler's simple JSON response
+    assert "Server-Timing" in headers or "server-timing" in headers
+    provisioned = served.pools["InferenceFunction"].records[0]
+    assert provisioned.cold is False  # served by the provisioned environment
+    assert provisioned.initialization_type == "provisioned-concurrency"
+    assert provisioned.version == "1"  # the API integration calls the alias
+
+
+def test_health_and_metadata_routes(served: Emulator) -> None:
+    assert call(served.url + "/health")[0] == 200
+    assert call(served.url + "/v2/health/ready")[0] == 200
+    status, _, body = call(served.url + "/v2/models/linear")
+    assert status in (200, 404), body
+
+
+def test_bad_request_keeps_the_environment(served: Emulator) -> None:
+    status, _, body = call(served.url + "/predict", "POST", b'{"inputs": "nope"}',
+                           {"Content-Type": "application/json"})
+    assert 400 <= status < 500 and "error" in json.loads(body)
+    ok = call(served.url + "/predict", "POST", json.dumps({"inputs": [[0, 0, 0, 1]]}).encode(),
+              {"Content-Type": "application/json"})
+    assert ok[0] == 200
+    assert len(served.pools["InferenceFunction"].environments) == 1
+
+
+def test_warmer_ping_through_boto3(served: Emulator) -> None:
+    client: Any = lambda_client(served.url)
+    response = client.invoke(FunctionName="InferenceFunction", Qualifier="live",
+                             Payload=json.dumps({"warmer": True}))
+    body = json.loads(response["Payload"].read())
+    assert response["ExecutedVersion"] == "1" and "FunctionError" not in response
+    assert body["warm"] is True
+    assert body["initializationType"] == "provisioned-concurrency"
