@@ -51,11 +51,16 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float 
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
     port = free_port()
-    overrides = f"ColdStartStrategy=warmer WarmerConcurrency={N} ModelPath={model}"
+    overrides = (f"ColdStartStrategy=warmer WarmerConcurrency={N} WarmerHoldMs=300 "
+                 f"ModelPath={model}")
+    # The WarmerFunction running inside the emulator calls back into it, as boto3 would call
+    # Lambda: the emulator passes these through to its environments.
+    env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+           "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     command = [str(Path(sys.executable).with_name("onnx-lambda")), "serve",
                "--template", "template.yaml", "--port", str(port),
                "--parameter-overrides", overrides, "--concurrency", str(N + 1), "--quiet"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_for_port(port, process)
@@ -97,3 +102,15 @@ def test_after_warming_n_environments_n_concurrent_requests_meet_no_cold_start(
     again = warm(config, client)
     assert (again["environments"], again["cold"], again["failed"]) == (N, 0, 0)
     assert again["environmentIds"] == first["environmentIds"]
+
+
+def test_the_scheduled_warmer_function_warms_the_alias(endpoint: str) -> None:
+    """The deployed path: WarmerFunction (template environment, handler.warmer.handler) on
+    its scheduled event, fanning out through the Invoke API to InferenceFunction:live."""
+    scheduled = (ROOT / "events" / "scheduled.json").read_bytes()
+    response = client_for(endpoint, None, 1).invoke(FunctionName="WarmerFunction",
+                                                     Payload=scheduled)
+    assert "FunctionError" not in response
+    report = json.loads(response["Payload"].read())
+    assert (report["target"], report["qualifier"]) == ("InferenceFunction", "live")
+    assert (report["asked"], report["environments"], report["failed"]) == (N, N, 0)
