@@ -9,8 +9,7 @@ from typing import Any
 from onnx_lambda.bench.stats import cdf
 
 STAGE_COLORS = {"interpreter": "#9e9e9e", "imports": "#4e79a7", "model-load": "#f28e2b",
-                "warm-up": "#59a14f", "other init": "#bab0ac", "first request": "#e15759",
-                "first-request": "#e15759"}
+                "warm-up": "#59a14f", "other init": "#bab0ac", "first request": "#e15759"}
 
 
 def _pyplot() -> Any:

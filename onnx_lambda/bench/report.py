@@ -17,8 +17,7 @@ from onnx_lambda.bench.stats import ratio
 from onnx_lambda.bench.subject import ALWAYS_ON, FLOOR, LAMBDA_TARGETS
 
 OURS, NAIVE, MANGUM = list(LAMBDA_TARGETS)
-STAGES = ("interpreter", "imports", "model-load", "warm-up", "other init", "first request",
-          "first-request")
+STAGES = ("interpreter", "imports", "model-load", "warm-up", "other init", "first request")
 
 
 def machine() -> dict[str, Any]:
@@ -61,13 +60,12 @@ def cold_section(cold: Mapping[str, Any]) -> list[str]:
     for target, entry in cold.items():
         parts = entry.get("breakdown", {})
         rows.append([target, fmt(total[target]), *(fmt(parts.get(s)) if s in parts else "–"
-                                                  for s in STAGES[:-1]),
+                                                  for s in STAGES),
                      times(ratio(total[target], total.get(FLOOR, math.nan))),
                      times(ratio(total[target], total.get(NAIVE, math.nan))),
                      times(ratio(total[target], total.get(MANGUM, math.nan)))])
-    lines = ["Fresh interpreter → first response, in process (medians, ms; the floor's "
-             "interpreter share includes its exit):", ""]
-    lines += table(["target", "total", *STAGES[:-1], "× floor", "× naive", "× Mangum"], rows)
+    lines = ["Fresh interpreter → first response, in process (medians, ms):", ""]
+    lines += table(["target", "total", *STAGES, "× floor", "× naive", "× Mangum"], rows)
     emulated = {t: c["emulated"] for t, c in cold.items() if "emulated" in c}
     if emulated:
         first = {t: e["first_response_ms"] for t, e in emulated.items()}

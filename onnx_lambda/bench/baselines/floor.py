@@ -3,14 +3,16 @@
     python -m onnx_lambda.bench.baselines.floor MODEL.onnx REQUEST.json
 
 Imports numpy + onnxruntime, creates a session with default options, runs the request once and
-prints one JSON line: ``imports``, ``model-load``, ``first-request`` (ms, perf_counter) and
-``rss_mb`` (peak resident set). The parent measures spawn → exit around it.
+prints one JSON line: ``started_at`` (epoch at its first line, so the parent can tell the
+interpreter's start-up), ``imports``, ``model-load``, ``first-request`` (ms, perf_counter) and
+``rss_mb`` (peak resident set).
 """
 
 from __future__ import annotations
 
 import time
 
+_STARTED_AT = time.time()
 _T0 = time.perf_counter()
 
 import json  # noqa: E402
@@ -31,7 +33,8 @@ def main(model: str, request: str) -> None:
         body = json.load(fh)
     session.run(None, io.feeds(session, body["inputs"]))
     done = time.perf_counter()
-    print(json.dumps({"imports": (imported - _T0) * 1e3, "model-load": (loaded - imported) * 1e3,
+    print(json.dumps({"started_at": _STARTED_AT, "imports": (imported - _T0) * 1e3,
+                      "model-load": (loaded - imported) * 1e3,
                       "first-request": (done - loaded) * 1e3,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
