@@ -55,7 +55,9 @@ def test_every_strategy_serves_the_routes_through_the_live_alias(strategy: str) 
         for operation in item.values():
             integration = operation["x-amazon-apigateway-integration"]
             assert integration["payloadFormatVersion"] == "2.0"
-            assert integration["uri"] == {"Ref": f"{function}Aliaslive"}
+            uri, names = integration["uri"]["Fn::Sub"]
+            assert uri.endswith(":lambda:path/2015-03-31/functions/${Alias}/invocations")
+            assert names == {"Alias": {"Ref": f"{function}Aliaslive"}}
     permissions = [p["Properties"]["FunctionName"]
                    for p in cfn.of_type(template, "AWS::Lambda::Permission").values()
                    if p["Properties"]["Principal"] == "apigateway.amazonaws.com"]
