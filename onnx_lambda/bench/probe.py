@@ -20,10 +20,11 @@ import argparse  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
 import uuid  # noqa: E402
 from typing import Any  # noqa: E402
+
+from onnx_lambda.bench.rss import peak_rss_mb  # noqa: E402
 
 
 class Context:
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "first-request": (first - imported) * 1e3,
         "warm": statistics.median(warm) if warm else None,
         "status": status,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": peak_rss_mb(),
     }), flush=True)
     return 0
 

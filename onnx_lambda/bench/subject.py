@@ -1,8 +1,10 @@
 """What every benchmark runs: one model, one request, served the same way by each target.
 
 All targets get the same tensors (``{"inputs": {name: nested list}}``, the model manifest's
-example after its pipeline's pre-processing) and run the same portable model file; ours runs
-with ``ONNX_LAMBDA_PIPELINE=tensor`` so that every target does the same work.
+example after its pipeline's pre-processing). The baselines run the portable model file; ours
+runs the model folder as built, re-labelled as a tensor pipeline whose example is those tensors
+(a copy of ``model.json`` next to links to the same files), so that every target does the same
+work and ours keeps everything else its artifact gives it (offline optimization, manifest).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ class Subject:
 
     def environment(self, memory_mb: int) -> dict[str, str]:
         """Variables every Lambda-style target gets (each reads the ones it knows)."""
-        return {"ONNX_LAMBDA_MODEL": str(self.model), "ONNX_LAMBDA_PIPELINE": "tensor",
-                "MODEL_PATH": str(self.portable), "POWERTOOLS_SERVICE_NAME": "bench",
+        return {"ONNX_LAMBDA_MODEL": str(self.model), "MODEL_PATH": str(self.portable),
+                "POWERTOOLS_SERVICE_NAME": "bench",
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory_mb)}
 
 
@@ -76,8 +78,25 @@ def prepare(model: Path, name: str | None = None) -> Subject:
         str(portable), providers=["CPUExecutionProvider"]).get_inputs()]
     body = json.dumps({"inputs": dict(zip(names, values, strict=True))}).encode()
     workdir = Path(tempfile.mkdtemp(prefix="onnx-lambda-bench-"))
-    subject = Subject(name or model.stem, model.resolve(), Path(portable).resolve(), body,
+    inputs = dict(zip(names, values, strict=True))
+    ours = _as_tensor_artifact(model, inputs, workdir / "model") if model.is_dir() else model
+    subject = Subject(name or model.stem, ours.resolve(), Path(portable).resolve(), body,
                       workdir)
     subject.request_file.write_bytes(body)
     subject.event_file.write_text(json.dumps(http_api_event(body)))
     return subject
+
+
+def _as_tensor_artifact(folder: Path, inputs: dict[str, object], dest: Path) -> Path:
+    """``folder``'s artifact with a tensor pipeline and ``inputs`` as its example."""
+    from dataclasses import replace
+
+    from handler.manifest import Manifest
+
+    manifest = Manifest.load(folder)
+    dest.mkdir(parents=True)
+    for name in manifest.files:
+        (dest / name).symlink_to((folder / name).resolve())
+    replace(manifest, pipeline="tensor", pipeline_options={}, labels=None,
+            example=inputs).dump(dest)
+    return dest

@@ -16,13 +16,13 @@ _STARTED_AT = time.time()
 _T0 = time.perf_counter()
 
 import json  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 
 import numpy  # noqa: E402, F401  (timed: the import is part of the floor)
 import onnxruntime  # noqa: E402
 
 from onnx_lambda.bench.baselines import io  # noqa: E402
+from onnx_lambda.bench.rss import peak_rss_mb  # noqa: E402
 
 
 def main(model: str, request: str) -> None:
@@ -36,7 +36,7 @@ def main(model: str, request: str) -> None:
     print(json.dumps({"started_at": _STARTED_AT, "imports": (imported - _T0) * 1e3,
                       "model-load": (loaded - imported) * 1e3,
                       "first-request": (done - loaded) * 1e3,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "rss_mb": peak_rss_mb()}))
 
 
 if __name__ == "__main__":
