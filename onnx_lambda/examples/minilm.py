@@ -8,7 +8,9 @@ attention mask, L2 normalisation) on ``SENTENCES``, each run alone (batch 1, as 
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -94,10 +96,15 @@ def export(model, feeds: Feeds, path: Path) -> None:
                               token_type_ids=token_type_ids).last_hidden_state
 
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
-    torch.onnx.export(
-        LastHiddenState(model), tuple(torch.from_numpy(feeds[n]) for n in INPUTS), str(path),
-        input_names=list(INPUTS), output_names=[OUTPUT], dynamo=True, external_data=False,
-        dynamic_shapes={n: {0: batch, 1: sequence} for n in INPUTS}, verbose=False)
+    # The exporter logs every optional op set it skips (torchvision) and its deprecations: noise.
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            LastHiddenState(model).eval(), tuple(torch.from_numpy(feeds[n]) for n in INPUTS),
+            str(path), input_names=list(INPUTS), output_names=[OUTPUT], dynamo=True,
+            external_data=False, dynamic_shapes={n: {0: batch, 1: sequence} for n in INPUTS},
+            verbose=False)
 
 
 def check_export(model, path: Path, feeds: Feeds) -> float:
