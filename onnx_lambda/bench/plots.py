@@ -41,11 +41,9 @@ def cold_breakdown(breakdowns: Mapping[str, Mapping[str, float]], title: str,
                    path: Path) -> Path:
     """Stacked horizontal bars: one per target, one segment per stage (median ms)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(breakdowns) + 1.5))
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(breakdowns) + 2.0))
     names = list(breakdowns)
-    stages: list[str] = []
-    for parts in breakdowns.values():
-        stages += [s for s in parts if s not in stages]
+    stages = [s for s in STAGE_COLORS if any(s in parts for parts in breakdowns.values())]
     left = [0.0] * len(names)
     for stage in stages:
         widths = [breakdowns[n].get(stage, 0.0) for n in names]
@@ -54,7 +52,8 @@ def cold_breakdown(breakdowns: Mapping[str, Mapping[str, float]], title: str,
     ax.invert_yaxis()
     ax.set_xlabel("ms from process spawn to first response (median)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(stages), fontsize=8,
+              frameon=False)
     return _save(fig, plt, path)
 
 
