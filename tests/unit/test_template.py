@@ -174,6 +174,9 @@ def test_warmer_strategy_schedules_pings_and_may_only_invoke_the_alias() -> None
     assert variables["ONNX_LAMBDA_WARM_CONCURRENCY"] == 5
     assert variables["ONNX_LAMBDA_WARM_HOLD_MS"] == 150
 
+    (invoke_config,) = cfn.of_type(template, "AWS::Lambda::EventInvokeConfig").values()
+    assert invoke_config["Properties"]["MaximumRetryAttempts"] == 0  # the next tick warms
+
     (rule,) = cfn.of_type(template, "AWS::Events::Rule").values()
     assert rule["Properties"]["ScheduleExpression"] == "rate(3 minutes)"
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["WarmerFunction", "Arn"]}
