@@ -227,7 +227,7 @@ class Environment:
                 self._timer = None
             if self.state == "busy":
                 self.state = "idle"
-            self._refresh_pids()
+            # the process list is refreshed by the memory poll, off the invocation's path
             self.max_memory_mb = max(self.max_memory_mb, peak_rss_mb(self._pids))
 
     # -- RuntimeSink (called by the Runtime API) -----------------------------------------
