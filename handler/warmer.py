@@ -41,6 +41,8 @@ THROTTLE_CODES = frozenset({"TooManyRequestsException", "ThrottlingException"})
 
 @dataclass(frozen=True)
 class WarmConfig:
+    """What to warm (function + qualifier), how wide (N), how long each ping holds, how to retry."""
+
     target: str
     qualifier: str = "live"
     concurrency: int = 1
