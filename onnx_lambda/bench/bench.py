@@ -21,11 +21,11 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Options:
-    repeat: int = 5  # cold environments per target
-    requests: int = 1000  # warm requests per target and concurrency level
-    concurrency: Sequence[int] = (1, 2, 4)
-    rounds: int = 4  # interleaved warm batches
-    iterations: int = 20_000  # in-process overhead calls per side
+    repeat: int  # cold environments per target
+    requests: int  # warm requests per target and concurrency level
+    concurrency: Sequence[int]
+    rounds: int  # interleaved warm batches
+    iterations: int  # in-process overhead calls per side
     memory_mb: int = 1769
     emulator: bool = True
 
@@ -54,7 +54,9 @@ def cold_starts(subject: Subject, opts: Options, progress: Progress) -> dict[str
                 "first_response_ms": median([r["wall"] for r in results]),
                 "init_ms": median([r["init_ms"] for r in results]),
                 "first_duration_ms": median([r["first_duration_ms"] for r in results]),
-                "cpu": results[0]["cpu"]}
+                "cpu": results[0]["cpu"],
+                "init_samples": [r["init_ms"] + r["first_duration_ms"] for r in results],
+                "warm_samples": [d for r in results for d in r["warm_durations_ms"]]}
     for target, mem in memory.summarize(runs).items():
         out[target]["memory"] = mem
     return out
@@ -102,6 +104,20 @@ def overhead(subject: Subject, opts: Options) -> dict[str, Any]:
             "overhead_p99_us": handler_us["p99"] - run_us["p99"]}
 
 
+def strategies(emulated: dict[str, Any], memory_mb: int) -> dict[str, Any]:
+    """``onnx-lambda simulate``'s default bursty day with this run's measured cold init and
+    warm durations (ours, through the emulator)."""
+    from onnx_lambda.bench.simulate import Workload
+    from onnx_lambda.bench.simulate_cli import defaults, sweep
+
+    args = defaults()
+    work = Workload(service_ms=emulated["warm_samples"], init_ms=emulated["init_samples"],
+                    memory_mb=memory_mb)
+    results, best, requests, _horizon = sweep(args, work)
+    return {"pattern": args.pattern, "requests": requests, "target": args.target,
+            "recommended": best.as_dict(), "none": results[0].as_dict()}
+
+
 def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
     result: dict[str, Any] = {"model": subject.name, "path": str(subject.model)}
     result["cold"] = cold_starts(subject, opts, progress)
@@ -109,6 +125,9 @@ def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
     result["overhead"] = overhead(subject, opts)
     progress("overhead")
     result["artifact"] = artifact.measure(subject.model, subject.portable)
+    ours = result["cold"].get(next(iter(LAMBDA_TARGETS)), {}).get("emulated")
+    if ours:
+        result["simulate"] = strategies(ours, opts.memory_mb)
     return result
 
 

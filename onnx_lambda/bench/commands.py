@@ -25,6 +25,19 @@ def default_models() -> list[Path]:
     return [default_model()]
 
 
+BENCH_FULL = {"repeat": 5, "requests": 1000, "concurrency": [1, 2, 4], "rounds": 4,
+              "iterations": 20_000}
+BENCH_QUICK = {"repeat": 2, "requests": 100, "concurrency": [1, 2], "rounds": 2,
+               "iterations": 2000}
+
+
+def fill(args: argparse.Namespace, full: dict[str, object], quick: dict[str, object]) -> None:
+    """Options not given take their ``--quick`` or full value (explicit flags always win)."""
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+
+
 def _ints(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -42,17 +55,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     bench.add_argument("--model", type=Path, action="append", default=None,
                        help="model folder or .onnx (repeatable; default: models/digits and "
                             "models/minilm when built, else a tiny generated model)")
-    bench.add_argument("--repeat", type=int, default=5, help="cold environments per target")
-    bench.add_argument("--requests", type=int, default=1000,
-                       help="warm requests per target and concurrency level")
-    bench.add_argument("--concurrency", type=_ints, default=[1, 2, 4], metavar="1,2,4")
-    bench.add_argument("--rounds", type=int, default=4, help="interleaved warm batches")
-    bench.add_argument("--iterations", type=int, default=20_000,
-                       help="in-process calls per side for the handler overhead")
+    bench.add_argument("--repeat", type=int, default=None,
+                       help="cold environments per target (5; quick: 2)")
+    bench.add_argument("--requests", type=int, default=None,
+                       help="warm requests per target and concurrency level (1000; quick: 100)")
+    bench.add_argument("--concurrency", type=_ints, default=None,
+                       metavar="1,2,4", help="warm concurrency levels (1,2,4; quick: 1,2)")
+    bench.add_argument("--rounds", type=int, default=None,
+                       help="interleaved warm batches (4; quick: 2)")
+    bench.add_argument("--iterations", type=int, default=None,
+                       help="in-process calls per side for the handler overhead (20000; "
+                            "quick: 2000)")
     bench.add_argument("--memory", type=int, default=1769, metavar="MB",
                        help="memory size of every Lambda-style target (CPU share)")
     bench.add_argument("--quick", action="store_true",
-                       help="a short smoke run (2 cold runs, 100 requests, concurrency 1,2)")
+                       help="a short run: the quick value of every option not given")
     bench.add_argument("--no-emulator", action="store_true",
                        help="skip the emulator views (probe + always-on only)")
     bench.add_argument("--out", type=Path, default=DOCS / "benchmarks.md")
@@ -69,8 +86,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="model folder or .onnx (default: models/digits)")
     tune.add_argument("--sizes", type=_ints, default=_ints(DEFAULT_SIZES),
                       metavar=DEFAULT_SIZES)
-    tune.add_argument("--repeat", type=int, default=3, help="fresh environments per size")
-    tune.add_argument("--warm", type=int, default=100, help="warm invocations per environment")
+    tune.add_argument("--repeat", type=int, default=None,
+                      help="fresh environments per size (3; quick: 1)")
+    tune.add_argument("--warm", type=int, default=None,
+                      help="warm invocations per environment (100; quick: 20)")
     tune.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64")
     tune.add_argument("--cold-fraction", type=float, default=0.0,
                       help="share of requests that pay a cold init, for the cost")
@@ -81,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            "balancedWeight)")
     tune.add_argument("--metric", choices=("p50", "p99"), default="p99",
                       help="latency the speed and balanced strategies minimise")
-    tune.add_argument("--quick", action="store_true", help="1 repeat, 20 warm invocations")
+    tune.add_argument("--quick", action="store_true",
+                      help="a short run: the quick value of every option not given")
     tune.add_argument("--out-dir", type=Path, default=IMG)
     tune.add_argument("--write-samconfig", type=Path, nargs="?", const=Path("samconfig.toml"),
                       default=None, metavar="samconfig.toml",
@@ -122,13 +142,11 @@ def _bench(args: argparse.Namespace) -> int:
     from onnx_lambda.bench.progress import progress_bar
     from onnx_lambda.bench.subject import prepare
 
+    fill(args, BENCH_FULL, BENCH_QUICK)
     opts = bench.Options(repeat=args.repeat, requests=args.requests,
                          concurrency=tuple(args.concurrency), rounds=args.rounds,
                          iterations=args.iterations, memory_mb=args.memory,
                          emulator=not args.no_emulator)
-    if args.quick:
-        opts = bench.Options(repeat=2, requests=100, concurrency=(1, 2), rounds=2,
-                             iterations=2000, memory_mb=args.memory, emulator=opts.emulator)
     models = args.model or default_models()
     facts = report.machine()
     results = []
@@ -153,4 +171,5 @@ def _tune(args: argparse.Namespace) -> int:
 
     if args.model is None:
         args.model = default_models()[0]
+    fill(args, {"repeat": 3, "warm": 100}, {"repeat": 1, "warm": 20})
     return run(args, command_line(args))

@@ -94,14 +94,20 @@ def workload(args: argparse.Namespace) -> tuple[Any, str]:
             f"assumed: init {args.init_ms} ms, warm {args.service_ms} ms (no tune JSON)")
 
 
-def run(args: argparse.Namespace) -> int:
-    from onnx_lambda.bench import plots, simulate
-    from onnx_lambda.bench.report import fmt, table
+def defaults() -> argparse.Namespace:
+    """The command's defaults (what ``onnx-lambda bench`` simulates)."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args([])
+
+
+def sweep(args: argparse.Namespace, work: Any) -> tuple[list[Any], Any, int, float]:
+    """(results per strategy, the recommended one, requests, horizon in seconds)."""
+    from onnx_lambda.bench import simulate
 
     times, horizon = arrivals(args, random.Random(args.seed))
     if not times:
         raise SystemExit("the traffic pattern produced no requests")
-    work, source = workload(args)
     life = simulate.Lifecycle(idle_s=args.idle_minutes,
                               warmer_every_s=args.warmer_every_min * 60.0, hold_ms=args.hold_ms)
 
@@ -114,13 +120,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         strategies = simulate.candidates(one(simulate.Strategy()).peak_concurrency)
     results = [one(s) for s in strategies]
-    best = simulate.recommend(results, args.target)
+    return results, simulate.recommend(results, args.target), len(times), horizon
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnx_lambda.bench import plots
+    from onnx_lambda.bench.commands import command_line
+    from onnx_lambda.bench.report import fmt, table
+
+    work, source = workload(args)
+    results, best, requests, horizon = sweep(args, work)
     rows = [[r.strategy.label, f"{100 * r.cold_fraction:.3f} %",
              fmt(r.as_dict()["p99_ms"], 1), str(r.environments),
              f"{r.bill.total:,.2f}", "**recommended**" if r is best else ""]
             for r in sorted(results, key=lambda r: r.bill.total)]
     text = "\n".join([
-        f"{args.pattern} traffic: {len(times)} requests over {horizon / 3600:.1f} h; "
+        f"`{command_line(args)}`", "",
+        f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
         f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes[0] / 60:g}-"
         f"{args.idle_minutes[1] / 60:g} min; workload {source}.", "",
         *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
@@ -134,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     dicts = [r.as_dict() for r in results]
     (out / f"{name}.md").write_text(text + "\n", encoding="utf-8")
     (out / f"{name}.json").write_text(json.dumps({
-        "pattern": args.pattern, "requests": len(times), "horizon_s": horizon,
+        "pattern": args.pattern, "requests": requests, "horizon_s": horizon,
         "workload": source, "target": args.target, "recommended": best.strategy.label,
         "results": dicts}, indent=2) + "\n", encoding="utf-8")
     plots.strategies(dicts, f"{args.pattern}: cold starts vs monthly cost", out / f"{name}.png",

@@ -38,7 +38,7 @@ def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, comma
 def run(args: argparse.Namespace, command: str) -> int:
     prices = PriceTable.load()
     subject = prepare(args.model, name=args.model.name if args.model.is_dir() else None)
-    repeat, warm = (1, 20) if args.quick else (args.repeat, args.warm)
+    repeat, warm = args.repeat, args.warm
     cpus = tune.host_cpus()
     steps = repeat * sum(1 for m in args.sizes if sizing.measurable(m, cpus))
     with progress_bar(f"tune {subject.name}", steps) as advance:

@@ -45,6 +45,8 @@ def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
     assert set(result["cold"]) == {"floor", "onnx-lambda", "naive handler", "FastAPI + Mangum"}
     assert "emulated" in result["cold"]["onnx-lambda"]
     assert len(result["warm"]["1"]) == 4
+    assert result["simulate"]["pattern"] == "bursty"
+    assert "with the recommended strategy" in text
     values = numbers(result["cold"]) + numbers(result["warm"]) + numbers(result["overhead"])
     assert values and all(math.isfinite(v) for v in values)
     assert {p.name for p in img.glob("*.png")} == {"linear-cold.png", "linear-warm-c1.png"}
