@@ -18,9 +18,9 @@ import psutil
 import pytest
 
 from onnx_lambda.emulator import Emulator, start_server_process
-from onnx_lambda.emulator.template import TemplateSpec, load_template
+from onnx_lambda.emulator.template import RouteSpec, TemplateSpec, load_template
 from tests.e2e import emulator_support
-from tests.e2e.emulator_support import TEMPLATE, lambda_client
+from tests.e2e.emulator_support import TEMPLATE, call, lambda_client
 
 pytestmark = pytest.mark.e2e
 emu, client = emulator_support.emu, emulator_support.client
@@ -79,6 +79,21 @@ def test_concurrency_limit_throttles_with_429(client: Any, emu: Emulator) -> Non
         thread.join()
         assert "FunctionError" not in out[0]
     assert len(pool.environments) <= 2
+
+
+def test_http_front_answers_a_throttle_as_api_gateway_does(
+        running: Callable[..., Emulator]) -> None:
+    spec = only("Sleep", reserved=1)
+    route = RouteSpec("Sleep", "POST", "/sleep", "http-api")
+    emulator = running(TemplateSpec(functions=spec.functions, routes=[route]))
+    # the API event has no "seconds": the handler sleeps until its 1 s timeout
+    slow, _ = in_thread(lambda: call(emulator.url + "/sleep", "POST", b"{}",
+                                     {"Content-Type": "application/json"}))
+    wait_until(lambda: emulator.pools["Sleep"].in_use == 1)
+    status, _, body = call(emulator.url + "/sleep", "POST", b"{}",
+                           {"Content-Type": "application/json"})
+    assert status == 500 and json.loads(body) == {"message": "Internal Server Error"}
+    slow.join()
 
 
 def test_provisioned_environments_serve_without_cold_start(
