@@ -1,0 +1,76 @@
+"""The report's ratios and target checks, the exact-command rendering, artifact closure."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from onnx_lambda.bench import artifact, report
+from onnx_lambda.bench.commands import command_line, fill
+
+
+def summary(p50: float, p99: float) -> dict[str, float]:
+    return {"n": 10, "p50": p50, "p95": p99, "p99": p99, "p99.9": p99}
+
+
+RESULT = {
+    "model": "m", "path": "/m",
+    "cold": {
+        "floor": {"total_ms": 400.0, "breakdown": {"imports": 300.0},
+                  "memory": {"peak_rss_mb": 60.0}},
+        "onnx-lambda": {"total_ms": 380.0, "breakdown": {"imports": 280.0},
+                        "memory": {"peak_rss_mb": 60.0}},
+        "naive handler": {"total_ms": 1600.0, "breakdown": {"imports": 1500.0},
+                          "memory": {"peak_rss_mb": 120.0}},
+        "FastAPI + Mangum": {"total_ms": 800.0, "breakdown": {"imports": 700.0},
+                             "memory": {"peak_rss_mb": 90.0}},
+    },
+    "warm": {"1": {"onnx-lambda": {"summary": summary(2.0, 4.0)},
+                   "FastAPI + uvicorn (always-on)": {"summary": summary(3.0, 3.5)}}},
+    "overhead": {"session.run_us": summary(10, 20), "handler_us": summary(40, 80),
+                 "overhead_p50_us": 30.0, "overhead_p99_us": 60.0},
+    "artifact": {"onnx-lambda": {"dependencies": 150, "packages": 2, "code": 0.1,
+                                 "model": 1, "total": 151.1}},
+}
+
+
+def test_targets_compare_ours_with_each_baseline() -> None:
+    checks = {what: (measured, met) for what, measured, met in report.targets(RESULT)}
+    assert checks["cold ≤ 1.0× floor"] == ("0.95×", True)
+    assert checks["cold ≤ 0.5× naive handler"] == ("0.24×", True)
+    assert checks["cold ≤ 0.7× FastAPI + Mangum"] == ("0.47×", True)
+    assert checks["warm in-process overhead ≤ 50 µs p50"][1] is True
+    assert checks["emulator HTTP p50/p99 ≤ always-on (c=1)"][1] is False  # p99 4.0 > 3.5
+    assert checks["peak RSS ≤ 0.7× naive"] == ("0.50×", True)
+
+
+def test_markdown_has_every_section_and_the_command(tmp_path: Path) -> None:
+    text = report.markdown([RESULT], command="onnx-lambda bench --quick",
+                           facts={"cores": 2, "load_average": (5.0, 1, 1)}, images={},
+                           doc=tmp_path / "b.md")
+    assert "onnx-lambda bench --quick" in text
+    assert "machine was busy" in text
+    for part in ("### Cold start", "### Warm latency", "### Memory", "### Artifact",
+                 "| onnx-lambda | 380.0 |"):
+        assert part in text
+
+
+def test_command_line_spells_out_every_option() -> None:
+    args = argparse.Namespace(command="bench", func=print, model=[Path("a"), Path("b c")],
+                              concurrency=[1, 2], quick=False, no_emulator=True, repeat=3,
+                              json=None)
+    assert command_line(args) == ("onnx-lambda bench --model a --model 'b c' "
+                                  "--concurrency 1,2 --no-emulator --repeat 3")
+
+
+def test_fill_keeps_explicit_values() -> None:
+    args = argparse.Namespace(quick=True, repeat=7, warm=None)
+    fill(args, {"repeat": 3, "warm": 100}, {"repeat": 1, "warm": 20})
+    assert (args.repeat, args.warm) == (7, 20)
+
+
+def test_artifact_closure_follows_requirements_and_extras() -> None:
+    with_deps = artifact.closure(["onnxruntime"])
+    assert "onnxruntime" in with_deps and len(with_deps) > 1
+    assert set(artifact.closure(["onnxruntime"], deps=False)) == {"onnxruntime"}
+    assert "aws-xray-sdk" in artifact.closure(["aws-lambda-powertools[tracer]"])
