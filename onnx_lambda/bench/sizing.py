@@ -38,16 +38,25 @@ class SizePoint:
     mean_billed_ms: float  # warm invocations, each rounded up to 1 ms
     cost_per_million: float = math.nan
     extrapolated_from: int | None = None  # the measured size it was derived from
+    failed: str | None = None  # why this size could not run (init timeout, out of memory)
 
     @property
     def measured(self) -> bool:
         return self.extrapolated_from is None
+
+    @property
+    def usable(self) -> bool:
+        return self.measured and self.failed is None
 
     def latency(self, metric: str) -> float:
         return {"p50": self.warm_p50_ms, "p99": self.warm_p99_ms}[metric]
 
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self), "vcpus": vcpus(self.memory_mb), "measured": self.measured}
+
+    @classmethod
+    def failure(cls, memory_mb: int, reason: str) -> SizePoint:
+        return cls(memory_mb, math.nan, math.nan, math.nan, math.nan, failed=reason)
 
 
 def priced(point: SizePoint, prices: PriceTable, *, arch: str = "x86_64",
@@ -59,9 +68,10 @@ def priced(point: SizePoint, prices: PriceTable, *, arch: str = "x86_64",
 
 def extrapolate(measured: Sequence[SizePoint], sizes: Sequence[int]) -> list[SizePoint]:
     """Points for ``sizes`` that were not measured, from the largest measured size."""
-    if not measured:
+    ran = [p for p in measured if p.failed is None]
+    if not ran:
         return []
-    top = max(measured, key=lambda p: p.memory_mb)
+    top = max(ran, key=lambda p: p.memory_mb)
     have = {p.memory_mb for p in measured}
     return [replace(top, memory_mb=m, extrapolated_from=top.memory_mb)
             for m in sizes if m not in have]
@@ -72,8 +82,8 @@ def recommend(points: Sequence[SizePoint], strategy: str, *, weight: float = 0.5
     """``cost``: the cheapest; ``speed``: the lowest ``metric`` latency; ``balanced``: the
     lowest ``weight * cost/max cost + (1 - weight) * latency/max latency`` (weight 1 = cost,
     0 = speed, as Power Tuning's balancedWeight). Ties go to the smaller size. Only measured
-    points are eligible."""
-    eligible = [p for p in points if p.measured]
+    points that ran are eligible."""
+    eligible = [p for p in points if p.usable]
     if not eligible:
         raise ValueError("no measured memory size to recommend from")
     if strategy == "cost":

@@ -28,7 +28,10 @@ def host_cpus() -> int:
 
 
 def point(memory_mb: int, runs: Sequence[dict[str, Any]]) -> sizing.SizePoint:
-    """Aggregate the repetitions of one size."""
+    """Aggregate the repetitions of one size (a size fails when any repetition failed)."""
+    errors = [r["error"] for r in runs if "error" in r]
+    if errors:
+        return sizing.SizePoint.failure(memory_mb, errors[0])
     warm = [d for r in runs for d in r["warm_durations_ms"]]
     return sizing.SizePoint(
         memory_mb=memory_mb,
@@ -45,7 +48,10 @@ def run(subject: Subject, sizes: Sequence[int], *, repeat: int, warm: int,
 
     def step(m: int) -> Callable[[], dict[str, Any]]:
         def go() -> dict[str, Any]:
-            result = cold.emulated(subject, OURS, m, warm=warm)
+            try:
+                result = cold.emulated(subject, OURS, m, warm=warm)
+            except RuntimeError as exc:  # init timeout, over the memory size, ...
+                result = {"error": str(exc).splitlines()[0][:300], "cpu": "unknown"}
             if on_step:
                 on_step(f"{m} MB")
             return result
@@ -54,8 +60,10 @@ def run(subject: Subject, sizes: Sequence[int], *, repeat: int, warm: int,
     raw = interleave({str(m): step(m) for m in measured_sizes}, repeat)
     points = [point(m, raw[str(m)]) for m in measured_sizes]
     points += sizing.extrapolate(points, [m for m in sizes if m not in measured_sizes])
-    points = sorted((sizing.priced(p, prices, arch=arch, cold_fraction=cold_fraction)
+    points = sorted((p if p.failed else sizing.priced(p, prices, arch=arch,
+                                                      cold_fraction=cold_fraction)
                      for p in points), key=lambda p: p.memory_mb)
     return {"host_cpus": cpus, "points": points,
             "cpu_limits": {m: raw[str(m)][0]["cpu"] for m in measured_sizes},
-            "raw": {m: raw[str(m)] for m in measured_sizes}}
+            "raw": {m: raw[str(m)] for m in measured_sizes
+                    if not any("error" in r for r in raw[str(m)])}}

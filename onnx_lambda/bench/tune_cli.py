@@ -20,10 +20,11 @@ def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, comma
     rows = []
     for p in result["points"]:
         chosen = ", ".join(s for s, r in recs.items() if r.memory_mb == p.memory_mb)
-        rows.append([str(p.memory_mb), f"{sizing.vcpus(p.memory_mb):.2f}",
-                     "measured" if p.measured else f"extrapolated from {p.extrapolated_from}",
+        status = (f"**failed**: {p.failed}" if p.failed else "measured" if p.measured
+                  else f"extrapolated from {p.extrapolated_from}")
+        rows.append([str(p.memory_mb), f"{sizing.vcpus(p.memory_mb):.2f}", status,
                      fmt(p.cold_init_ms), fmt(p.warm_p50_ms, 2), fmt(p.warm_p99_ms, 2),
-                     fmt(p.mean_billed_ms, 2), f"{p.cost_per_million:.3f}", chosen or ""])
+                     fmt(p.mean_billed_ms, 2), fmt(p.cost_per_million, 3), chosen or ""])
     lines = [f"Memory sizing (`{command}`), host with {result['host_cpus']} CPUs; prices "
              f"{arch}, {prices.raw['region']}, retrieved {prices.raw['retrieved']}; latency "
              f"metric {metric}.", "",

@@ -102,3 +102,11 @@ def test_write_samconfig_adds_what_is_missing(tmp_path: Path) -> None:
     sizing.write_samconfig(path, 256)
     params = tomllib.loads(path.read_text())["default"]["deploy"]["parameters"]
     assert params == {"capabilities": "X", "parameter_overrides": 'MemorySize="256"'}
+
+
+def test_failed_sizes_are_reported_not_recommended_nor_extrapolated_from() -> None:
+    failed = sizing.SizePoint.failure(3008, "init timeout")
+    points = [point(512, 12, 60, cost=1.2), failed]
+    assert not failed.usable and failed.measured
+    assert sizing.recommend(points, "speed").memory_mb == 512
+    assert sizing.extrapolate(points, [10240])[0].extrapolated_from == 512
