@@ -58,7 +58,7 @@ def test_builds_an_artifact_the_handler_serves(tmp_path: Path, mlp: Path,
     assert leftovers(out.parent) == []
 
     x = np.random.default_rng(5).standard_normal((3, 32)).astype(np.float32)
-    service = make_service(out, verify_sha256="always")
+    service = make_service(out, verify="always")
     assert service.model.graph_optimization == "disable"  # optimized offline: online off
     body = service({"inputs": x.tolist()}, Context())
     np.testing.assert_allclose(body["outputs"]["logits"], raw_outputs(mlp, x), rtol=1e-5,
@@ -186,3 +186,16 @@ def test_tuning_keeps_the_sensitive_node_in_fp32(tmp_path: Path) -> None:
     assert result.excluded == ("second",)
     assert [kept for kept, _ in result.attempts] == [0, 1]
     assert target.is_file() and any("ranking 2 nodes" in n for n in notes)
+
+
+def test_the_recorded_sha256_catch_a_replaced_file(tmp_path: Path, mlp: Path,
+                                                   make_service: Callable[..., Any]) -> None:
+    from handler.errors import ModelLoadError
+
+    out = tmp_path / "mlp"
+    assert build(mlp, out) == 0
+    make_service(out, verify="always")  # intact: loads
+    with open(out / "model.onnx", "ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(ModelLoadError, match="sha256 mismatch"):
+        make_service(out, verify="always")

@@ -41,7 +41,7 @@ def test_served_predictions_on_the_held_out_split(digits_folder: Path,
     _, x_test, _, y_test = train_test_split(
         features, targets, test_size=digits.TEST_FRACTION, random_state=digits.SEED,
         stratify=targets)
-    service = make_service(digits_folder, verify_sha256="always")
+    service = make_service(digits_folder, verify="always")
     body = service({"inputs": x_test.tolist(), "parameters": {"top_k": 1}}, Context())
     predicted = np.array([int(p["label"]) for p in body["predictions"]])
     assert float(np.mean(predicted == y_test)) >= 0.95

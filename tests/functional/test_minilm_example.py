@@ -45,7 +45,7 @@ def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
 def test_served_embeddings_match_pytorch(minilm_folder: Path,
                                          make_service: Callable[..., Any]) -> None:
     sentences = ["A man is eating food.", "Someone is eating a meal.", "The sky is blue today."]
-    service = make_service(minilm_folder, verify_sha256="always")
+    service = make_service(minilm_folder, verify="always")
     body = service({"inputs": sentences}, Context())
     assert body["dimensions"] == 384 and len(body["tokens"]) == 3
     served = np.asarray(body["embeddings"])
