@@ -30,6 +30,7 @@ from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
 from handler.telemetry import StageTimer, Telemetry, server_timing
 
 NPY_MAGIC = b"\x93NUMPY"
+MAX_QUEUE_MS = 30_000
 RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
 
 
@@ -74,7 +75,10 @@ class Service:
             fields["errorType"] = "InternalError"
         if request is not None and request.received_epoch_ms:
             queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
-            timer.durations["queue"] = max(queue, 0.0)
+            # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or sample
+            # event's, not this request's: no queue figure rather than an absurd one.
+            if queue <= MAX_QUEUE_MS:
+                timer.durations["queue"] = max(queue, 0.0)  # small clock skew reads negative
         if not (request and request.raw_response):
             response = self._fit(response, request_id)
         timer.mark("encode")

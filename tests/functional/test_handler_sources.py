@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+import time
 from typing import Any
 
 import numpy as np
@@ -58,8 +60,15 @@ def test_rest_api_queue_time_from_request_epoch(linear_service: Any) -> None:
     event = load("rest-api-predict.json")
     assert sources.detect(event).to_request(event).received_epoch_ms == \
         event["requestContext"]["requestTimeEpoch"]
-    headers = linear_service(event, Context())["headers"]
-    assert "queue;dur=" in headers["server-timing"]
+    event["requestContext"]["requestTimeEpoch"] = time.time() * 1000 - 25
+    timing = linear_service(event, Context())["headers"]["server-timing"]
+    queue = float(re.search(r"queue;dur=([\d.]+)", timing).group(1))
+    assert 25 <= queue < 30_000
+
+
+def test_stale_request_timestamp_gives_no_queue_time(linear_service: Any) -> None:
+    event = load("rest-api-predict.json")  # SAM's sample timestamp is from 2015
+    assert "queue" not in linear_service(event, Context())["headers"]["server-timing"]
 
 
 def test_http_api_named_stage_is_stripped(linear_service: Any) -> None:
