@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,13 +149,15 @@ def _bench(args: argparse.Namespace) -> int:
                          emulator=not args.no_emulator)
     models = args.model or default_models()
     facts = report.machine()
+    started = time.monotonic()
     results = []
     for model in models:
         subject = prepare(model, name=model.name if model.is_dir() else model.stem)
         steps = bench.steps(opts)
         with progress_bar(f"bench {subject.name}", steps) as advance:
             results.append(bench.run(subject, opts, advance))
-    facts["load_average_end"] = os.getloadavg()
+    facts["load_average_end"] = report.load_average()
+    facts["run_minutes"] = round((time.monotonic() - started) / 60.0, 1)
     report.write(results, command=command_line(args), doc=args.out, json_path=args.json,
                  img=args.img, facts=facts)
     for result in results:

@@ -20,6 +20,11 @@ OURS, NAIVE, MANGUM = list(LAMBDA_TARGETS)
 STAGES = ("interpreter", "imports", "model-load", "warm-up", "other init", "first request")
 
 
+def load_average() -> tuple[float, ...]:
+    """1, 5 and 15 minute load averages (above the core count = a busy machine)."""
+    return tuple(round(x, 2) for x in os.getloadavg())
+
+
 def machine() -> dict[str, Any]:
     cpu = "unknown"
     try:
@@ -34,7 +39,7 @@ def machine() -> dict[str, Any]:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip()
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu,
-            "cores": os.cpu_count(), "load_average": os.getloadavg(),
+            "cores": os.cpu_count(), "load_average": load_average(),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
                                1),
             "python": platform.python_version(), "platform": platform.platform(),
@@ -190,7 +195,12 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "uvicorn. All Lambda-style targets run through the local emulator (real "
              "awslambdaric, CPU quota of the memory size). Every target gets the same tensors "
              "(ours with `ONNX_LAMBDA_PIPELINE=tensor`).", "",
-             "Machine: " + ", ".join(f"{k} {v}" for k, v in facts.items()), ""]
+             "Load generator: this process, aiohttp with keep-alive connections (one per "
+             "concurrent client, opened before measuring); servers run in their own processes. "
+             "Related: `onnx-lambda tune` (memory sizing: latency, cold init and cost per "
+             "memory size) and `onnx-lambda simulate` (cold-start fraction, p99 and monthly "
+             "cost per cold-start strategy); their reports are listed at the end when present.",
+             "", "Machine: " + ", ".join(f"{k} {v}" for k, v in facts.items()), ""]
     if facts.get("load_average") and facts["load_average"][0] > (facts.get("cores") or 1):
         lines += ["> **The machine was busy during this run** (load average above the core "
                   "count): absolute numbers are noisy; ratios from interleaved runs are more "
