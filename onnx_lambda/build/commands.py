@@ -8,10 +8,14 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from onnx_lambda.build.builder import BuildReport
+    from onnx_lambda.build.spec import ModelSpec
 
 
 def register(subparsers: Any) -> None:
@@ -89,7 +93,7 @@ class _UsageError(Exception):
     pass
 
 
-def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> Any:
+def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpec:
     from onnx_lambda import examples
     from onnx_lambda.build.spec import ModelSpec
 
@@ -128,7 +132,7 @@ def _options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
-def _summary(report: Any, console: Console) -> None:
+def _summary(report: BuildReport, console: Console) -> None:
     from rich.table import Table
 
     before, after = report.before, report.after

