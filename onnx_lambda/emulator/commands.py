@@ -47,6 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "concurrency (beyond it: 429 / throttled) (default: 4)")
     serve.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
                        help="reap on-demand environments idle this long (default: 600)")
+    serve.add_argument("--init-timeout", type=float, default=10.0, metavar="S",
+                       help="init phase limit of an environment (default: 10, as Lambda)")
     serve.add_argument("--quiet", "-q", action="store_true",
                        help="don't print function logs and REPORT lines")
     serve.set_defaults(func=_serve)
@@ -81,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
                         concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
+                        init_timeout_s=args.init_timeout,
                         log=None if args.quiet else _print_err, **_emulator_kwargs(args))
 
     def ready() -> None:

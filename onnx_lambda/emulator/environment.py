@@ -177,6 +177,14 @@ class Environment:
                 [sys.executable, "-m", "awslambdaric", self.spec.handler],
                 cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
                 stderr=write_fd, start_new_session=True, preexec_fn=preexec)
+        except (OSError, subprocess.SubprocessError) as exc:  # e.g. a missing task root
+            os.close(read_fd)
+            self.state = "dead"
+            self._cpu.release(self.id)
+            self.exited.set()
+            raise EnvironmentFailed(error_payload(
+                "Runtime.InvalidEntrypoint", f"cannot start the runtime: {exc}"),
+                "Runtime.InvalidEntrypoint") from exc
         finally:
             os.close(write_fd)
         self._pids = [self._proc.pid]

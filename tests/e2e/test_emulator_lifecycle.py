@@ -151,6 +151,23 @@ def test_memory_limit_kills_the_environment(running: Callable[..., Emulator]) ->
     assert small.error_type is None and small.record.cold is True
 
 
+def test_init_timeout_and_unstartable_environments(running: Callable[..., Emulator]) -> None:
+    emulator = running(TemplateSpec(functions={
+        "Slow": dataclasses.replace(only("Echo").functions["Echo"], name="Slow",
+                                    handler="slow_init.handler"),
+        "Nowhere": dataclasses.replace(only("Echo").functions["Echo"], name="Nowhere",
+                                       task_root=Path("/nonexistent/task/root")),
+    }, routes=[]), init_timeout_s=0.5)
+    slow = emulator.call(emulator.invoke("Slow"))
+    assert slow.error_type == "Sandbox.Timedout"
+    assert not emulator.pools["Slow"].environments or \
+        emulator.pools["Slow"].environments[0].state == "dead"
+    nowhere = emulator.call(emulator.invoke("Nowhere"))
+    assert nowhere.error_type == "Runtime.InvalidEntrypoint"
+    assert "cannot start the runtime" in json.loads(nowhere.payload)["errorMessage"]
+    wait_until(lambda: not emulator.pools["Nowhere"].environments)
+
+
 def test_cpu_share_is_a_cfs_quota(running: Callable[..., Emulator]) -> None:
     if not os.access("/sys/fs/cgroup/cpu", os.W_OK):
         pytest.skip("no writable cgroup v1 cpu controller here")
