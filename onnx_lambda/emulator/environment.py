@@ -37,8 +37,12 @@ from onnx_lambda.emulator.template import FunctionSpec
 
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
+# From the host into every environment: what a process needs to run, AWS credentials, and
+# endpoint overrides (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_<SERVICE>``), e.g. to point a
+# function's boto3 Lambda client back at this emulator.
 PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL")
+                "AWS_SESSION_TOKEN")
+PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 MEMORY_POLL_S = 0.02
 PIDS_REFRESH_POLLS = 50
 
@@ -89,7 +93,8 @@ class EnvironmentFailed(Exception):
 def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
                        env_id: str, overrides: dict[str, str]) -> dict[str, str]:
     """The variables Lambda sets for a Python function, then the function's own."""
-    env = {key: os.environ[key] for key in PASS_THROUGH if key in os.environ}
+    env = {key: value for key, value in os.environ.items()
+           if key in PASS_THROUGH or key.startswith(PASS_THROUGH_PREFIXES)}
     day = time.strftime("%Y/%m/%d", time.gmtime())
     env.update({
         "AWS_LAMBDA_FUNCTION_NAME": spec.name,

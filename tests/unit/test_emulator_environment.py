@@ -1,0 +1,31 @@
+"""The environment variables an execution environment starts with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onnx_lambda.emulator.environment import lambda_environment
+from onnx_lambda.emulator.template import FunctionSpec
+
+
+def test_lambda_variables_then_function_then_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", "http://127.0.0.1:3000")
+    monkeypatch.setenv("SOME_HOST_SETTING", "not passed")
+    spec = FunctionSpec(name="F", handler="app.handler", task_root=Path("/code"),
+                        memory_mb=512, environment={"A": "template", "B": "template"},
+                        extra_paths=(Path("/"),))
+    env = lambda_environment(spec, init_type="provisioned-concurrency",
+                             runtime_api="127.0.0.1:9001", env_id="abc",
+                             overrides={"B": "override"})
+    assert env["AWS_LAMBDA_FUNCTION_NAME"] == "F"
+    assert env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == "512"
+    assert env["AWS_LAMBDA_INITIALIZATION_TYPE"] == "provisioned-concurrency"
+    assert env["AWS_LAMBDA_RUNTIME_API"] == "127.0.0.1:9001"
+    assert env["AWS_LAMBDA_LOG_STREAM_NAME"].endswith("[$LATEST]abc")
+    assert env["_HANDLER"] == "app.handler" and env["LAMBDA_TASK_ROOT"] == "/code"
+    assert env["PYTHONPATH"] == "/code:/"
+    assert (env["A"], env["B"]) == ("template", "override")
+    assert env["AWS_ENDPOINT_URL_LAMBDA"] == "http://127.0.0.1:3000"
+    assert "SOME_HOST_SETTING" not in env
