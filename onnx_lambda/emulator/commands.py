@@ -31,6 +31,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="measure memory but never kill an environment over its size")
 
 
+def _fail(command: str, error: Exception) -> int:
+    print(f"onnx-lambda {command}: {error}", file=sys.stderr)
+    return 2
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser(
         "serve", help="run the template's functions locally (HTTP routes + Invoke API)",
@@ -79,24 +84,32 @@ def _emulator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def _serve(args: argparse.Namespace) -> int:
     import asyncio
 
+    from onnx_lambda.emulator.intrinsics import TemplateError
     from onnx_lambda.emulator.server import Emulator, serve_until_stopped
 
-    emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
-                        concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
-                        init_timeout_s=args.init_timeout,
-                        log=None if args.quiet else _print_err, **_emulator_kwargs(args))
+    try:
+        emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
+                            concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
+                            init_timeout_s=args.init_timeout,
+                            log=None if args.quiet else _print_err, **_emulator_kwargs(args))
+    except (TemplateError, OSError, ValueError) as error:
+        return _fail("serve", error)
 
     def ready() -> None:
         print(emulator.banner(), file=sys.stderr)
         print(f"READY {emulator.url}", flush=True)
 
-    asyncio.run(serve_until_stopped(emulator, ready))
+    try:
+        asyncio.run(serve_until_stopped(emulator, ready))
+    except OSError as error:  # e.g. the port is taken
+        return _fail("serve", error)
     return 0
 
 
 def _invoke(args: argparse.Namespace) -> int:
     import asyncio
 
+    from onnx_lambda.emulator.intrinsics import TemplateError
     from onnx_lambda.emulator.invoke_api import ServiceError
     from onnx_lambda.emulator.server import Emulator
 
@@ -106,7 +119,10 @@ def _invoke(args: argparse.Namespace) -> int:
         payload = Path(args.event).read_bytes()
     else:
         payload = b"{}"
-    emulator = Emulator(port=0, provisioned=0, log=_print_err, **_emulator_kwargs(args))
+    try:
+        emulator = Emulator(port=0, provisioned=0, log=_print_err, **_emulator_kwargs(args))
+    except (TemplateError, OSError, ValueError) as error:
+        return _fail("invoke", error)
 
     async def once() -> InvokeResult:
         await emulator.start()
@@ -118,8 +134,7 @@ def _invoke(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(once())
     except ServiceError as error:
-        print(f"onnx-lambda invoke: {error.message}", file=sys.stderr)
-        return 2
+        return _fail("invoke", error)
     sys.stdout.buffer.write(result.payload + b"\n")
     return 1 if result.error_type else 0
 

@@ -43,3 +43,5 @@ def test_invoke_errors_set_the_exit_code() -> None:
     assert failed.returncode == 1 and json.loads(failed.stdout)["errorType"] == "Boom"
     missing = invoke("Nope")
     assert missing.returncode == 2 and b"Function not found" in missing.stderr
+    bad = invoke("Echo", "--parameter-overrides", "Bogus=1")
+    assert bad.returncode == 2 and b"unknown parameter(s): Bogus" in bad.stderr
