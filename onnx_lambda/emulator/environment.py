@@ -235,9 +235,7 @@ class Environment:
             self._current = None
             self.invocations += 1
             self.last_used = time.monotonic()
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._cancel_timer()
             if self.state == "busy":
                 self.state = "idle"
             # the process list is refreshed by the memory poll, off the invocation's path
@@ -261,6 +259,7 @@ class Environment:
         invocation, future = self._current
         if future.done():
             return f"Invocation {request_id} already completed"
+        self._cancel_timer()
         self._drain()
         if error_type is not None:
             error_type = _error_type(body, error_type)
@@ -273,6 +272,11 @@ class Environment:
         self._init_error = (body, _error_type(body, error_type or "Runtime.Unknown"))
 
     # -- internals ---------------------------------------------------------------------
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _elapsed_ms(self, invocation: Invocation) -> float:
         start = invocation.delivered_at or time.perf_counter()
         return (time.perf_counter() - start) * 1000.0

@@ -163,6 +163,8 @@ class FunctionPool:
 
     # -- scheduling --------------------------------------------------------------------
     def _acquire(self) -> Environment:
+        for env in [e for e in self.environments if e.state == "dead" and e not in self._leased]:
+            self._discard(env)  # died while idle (e.g. killed from outside)
         free = [env for env in self.environments
                 if env.state == "idle" and env not in self._leased]
         if free:

@@ -139,6 +139,12 @@ def test_killed_environment_fails_one_request_then_recovers(
     assert body["errorMessage"].endswith("Error: Runtime exited with error: signal: killed")
     after = emulator.call(emulator.invoke("Sleep", {"seconds": 0}))
     assert after.error_type is None and after.record.cold is True
+    idle = pool.environments[0]  # killed while idle: discarded, not handed a request
+    os.kill(idle.pid or 0, signal.SIGKILL)
+    wait_until(lambda: idle.state == "dead")
+    again = emulator.call(emulator.invoke("Sleep", {"seconds": 0}))
+    assert again.error_type is None and again.record.cold is True
+    assert idle not in pool.environments
 
 
 def test_memory_limit_kills_the_environment(running: Callable[..., Emulator]) -> None:
