@@ -14,7 +14,7 @@ from typing import Any
 
 from onnx_lambda.bench import artifact, cold, memory, servers, warm
 from onnx_lambda.bench.stats import interleave, median, summary
-from onnx_lambda.bench.subject import ALWAYS_ON, LAMBDA_TARGETS, Subject
+from onnx_lambda.bench.subject import ALWAYS_ON, LAMBDA_TARGETS, OURS, Subject
 
 Progress = Callable[[str], None]
 
@@ -49,6 +49,8 @@ def cold_starts(subject: Subject, opts: Options, progress: Progress) -> dict[str
             entry["breakdown"] = {s: median([r["breakdown"][s] for r in results])
                                   for s in stages}
             entry["total_ms"] = median([sum(r["breakdown"].values()) for r in results])
+            if results[0].get("warm_ms") is not None:
+                entry["warm_ms"] = median([r["warm_ms"] for r in results])
         else:
             entry["emulated"] = {
                 "first_response_ms": median([r["wall"] for r in results]),
@@ -86,20 +88,31 @@ def warm_latency(subject: Subject, opts: Options, progress: Progress) -> dict[st
     return out
 
 
-def overhead(subject: Subject, opts: Options) -> dict[str, Any]:
+OVERHEAD_BUDGET_MS = 20_000.0  # per side: a compute-heavy model gets fewer iterations
+
+
+def iterations(opts: Options, warm_ms: float | None) -> int:
+    """``opts.iterations``, fewer when one call (the cold probe's warm median) is slow."""
+    if not warm_ms or warm_ms <= 0:
+        return opts.iterations
+    return max(min(200, opts.iterations), min(opts.iterations, int(OVERHEAD_BUDGET_MS / warm_ms)))
+
+
+def overhead(subject: Subject, opts: Options, warm_ms: float | None = None) -> dict[str, Any]:
     """In-process: the full handler vs a bare ``session.run`` (``bench.handler.warm``, in a
     fresh interpreter so that ``handler.app`` loads this model)."""
+    count = iterations(opts, warm_ms)
     code = ("import json, sys; from pathlib import Path; "
             "from onnx_lambda.bench.handler import warm; "
             "print(json.dumps(warm(Path(sys.argv[1]), int(sys.argv[2]))))")
-    out = subprocess.run([sys.executable, "-c", code, str(subject.model), str(opts.iterations)],
+    out = subprocess.run([sys.executable, "-c", code, str(subject.model), str(count)],
                          cwd=servers.ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, **subject.environment(opts.memory_mb),
                               "PYTHONPATH": str(servers.ROOT),
                               "ONNX_LAMBDA_LOG_LEVEL": "warning"}).stdout
     runs = json.loads(out.strip().splitlines()[-1])
     run_us, handler_us = summary(runs["session.run"]), summary(runs["handler"])
-    return {"session.run_us": run_us, "handler_us": handler_us,
+    return {"iterations": count, "session.run_us": run_us, "handler_us": handler_us,
             "overhead_p50_us": handler_us["p50"] - run_us["p50"],
             "overhead_p99_us": handler_us["p99"] - run_us["p99"]}
 
@@ -122,10 +135,10 @@ def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
     result: dict[str, Any] = {"model": subject.name, "path": str(subject.model)}
     result["cold"] = cold_starts(subject, opts, progress)
     result["warm"] = warm_latency(subject, opts, progress)
-    result["overhead"] = overhead(subject, opts)
+    result["overhead"] = overhead(subject, opts, result["cold"].get(OURS, {}).get("warm_ms"))
     progress("overhead")
     result["artifact"] = artifact.measure(subject.model, subject.portable)
-    ours = result["cold"].get(next(iter(LAMBDA_TARGETS)), {}).get("emulated")
+    ours = result["cold"].get(OURS, {}).get("emulated")
     if ours:
         result["simulate"] = strategies(ours, opts.memory_mb)
     return result

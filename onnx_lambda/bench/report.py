@@ -14,9 +14,9 @@ from typing import Any
 
 from onnx_lambda.bench import plots
 from onnx_lambda.bench.stats import ratio
-from onnx_lambda.bench.subject import ALWAYS_ON, FLOOR, LAMBDA_TARGETS
+from onnx_lambda.bench.subject import ALWAYS_ON, FLOOR, LAMBDA_TARGETS, OURS
 
-OURS, NAIVE, MANGUM = list(LAMBDA_TARGETS)
+_, NAIVE, MANGUM = list(LAMBDA_TARGETS)
 STAGES = ("interpreter", "imports", "model-load", "warm-up", "other init", "first request")
 
 
@@ -109,7 +109,10 @@ def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
             ["`handler.app.handler(event, ctx)`", fmt(full["p50"]), fmt(full["p99"])],
             ["handler overhead", fmt(overhead["overhead_p50_us"]),
              fmt(overhead["overhead_p99_us"])]]
-    return ["In process, same input, same process, alternating blocks (µs per call):", "",
+    count = overhead.get("iterations")
+    calls = f"{count:,} calls per side, " if count else ""
+    return [f"In process, same input, same process, alternating blocks ({calls}µs per call):",
+            "",
             *table(["", "p50", "p99"], rows)]
 
 

@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+OURS = "onnx-lambda"
 # Lambda-style targets: the handler module each one runs as (all through the same emulator)
 LAMBDA_TARGETS = {
-    "onnx-lambda": "handler.app",
+    OURS: "handler.app",
     "naive handler": "onnx_lambda.bench.baselines.naive_handler",
     "FastAPI + Mangum": "onnx_lambda.bench.baselines.fastapi_mangum",
 }
