@@ -31,7 +31,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from onnx_lambda.emulator.limits import CpuLimiter, die_with_parent, peak_rss_mb, tree_pids
+from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
 from onnx_lambda.emulator.runtime_api import runtime_app
 from onnx_lambda.emulator.template import FunctionSpec
 
@@ -144,7 +144,7 @@ class Environment:
         self._init_error: tuple[bytes, str] | None = None
         self._kill_reason: str | None = None
         self._partial = b""
-        self._pids: list[int] = []
+        self._rss: PeakRss | None = None
         self._polls = 0
         self._runner: web.AppRunner | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -192,7 +192,7 @@ class Environment:
                 "Runtime.InvalidEntrypoint") from exc
         finally:
             os.close(write_fd)
-        self._pids = [self._proc.pid]
+        self._rss = PeakRss(self._proc.pid)
         self._out_fd = read_fd
         self._loop.add_reader(read_fd, self._on_output)
         self._pidfd = os.pidfd_open(self._proc.pid)
@@ -239,7 +239,8 @@ class Environment:
             if self.state == "busy":
                 self.state = "idle"
             # the process list is refreshed by the memory poll, off the invocation's path
-            self.max_memory_mb = max(self.max_memory_mb, peak_rss_mb(self._pids))
+            if self._rss is not None:
+                self.max_memory_mb = max(self.max_memory_mb, self._rss.mb())
 
     # -- RuntimeSink (called by the Runtime API) -----------------------------------------
     async def next_invocation(self) -> Invocation:
@@ -312,8 +313,8 @@ class Environment:
             self._on_log(self, line)
 
     def _refresh_pids(self) -> None:
-        if self._proc is not None and self.state != "dead":
-            self._pids = tree_pids(self._proc.pid)
+        if self._proc is not None and self._rss is not None and self.state != "dead":
+            self._rss.track(tree_pids(self._proc.pid))
 
     def _poll_memory(self) -> None:
         if self.state == "dead":
@@ -322,7 +323,7 @@ class Environment:
             self._polls += 1
             if self._polls % PIDS_REFRESH_POLLS == 0:
                 self._refresh_pids()
-            used = peak_rss_mb(self._pids)
+            used = self._rss.mb() if self._rss is not None else 0.0
             self.max_memory_mb = max(self.max_memory_mb, used)
             if self._enforce_memory and used > self.spec.memory_mb:
                 self.kill("memory")
@@ -351,6 +352,8 @@ class Environment:
             self._lines(b"\n")
         self.state = "dead"
         self._cpu.release(self.id)
+        if self._rss is not None:
+            self._rss.close()
         if not self._ready.done():
             self.init_ms = (time.perf_counter() - self._spawned_at) * 1000.0
             if self._init_error is None:

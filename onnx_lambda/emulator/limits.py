@@ -144,16 +144,37 @@ def tree_pids(pid: int) -> list[int]:
         return [pid]
 
 
-def peak_rss_mb(pids: Iterable[int]) -> float:
-    """Sum of the peak resident set sizes (``VmHWM``) of ``pids``, in MB."""
-    total_kb = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"VmHWM:"):
-                        total_kb += int(line.split()[1])
-                        break
-        except OSError:
-            continue
-    return total_kb / 1024
+class PeakRss:
+    """Peak resident set (``VmHWM``) summed over a process tree, in MB.
+
+    The ``/proc/PID/status`` files stay open and are re-read with ``pread`` (procfs
+    regenerates them at offset 0): a read costs a syscall, not an open/read/close.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self._fds: dict[int, int] = {}
+        self.track([pid])
+
+    def track(self, pids: Iterable[int]) -> None:
+        """Follow exactly ``pids`` from now on."""
+        wanted = set(pids)
+        for pid in set(self._fds) - wanted:
+            os.close(self._fds.pop(pid))
+        for pid in wanted - set(self._fds):
+            with contextlib.suppress(OSError):
+                self._fds[pid] = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+
+    def mb(self) -> float:
+        total_kb = 0
+        for fd in self._fds.values():
+            try:
+                status = os.pread(fd, 8192, 0)
+            except OSError:  # the process is gone
+                continue
+            start = status.find(b"VmHWM:")
+            if start >= 0:
+                total_kb += int(status[start + 6:status.index(b"kB", start)])
+        return total_kb / 1024
+
+    def close(self) -> None:
+        self.track(())

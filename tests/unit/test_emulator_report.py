@@ -9,7 +9,7 @@ import os
 import pytest
 
 from onnx_lambda.emulator.environment import exit_status
-from onnx_lambda.emulator.limits import CpuLimiter, peak_rss_mb, vcpus_for
+from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, vcpus_for
 from onnx_lambda.emulator.report import InvocationRecord, billed_ms, log_tail
 
 RECORD = InvocationRecord(
@@ -58,8 +58,13 @@ def test_cpu_limiter_off_and_pinned_descriptions() -> None:
 
 
 def test_peak_rss_of_this_process() -> None:
-    assert peak_rss_mb([os.getpid()]) > 1
-    assert peak_rss_mb([2**22 + 1]) == 0  # no such process
+    rss = PeakRss(os.getpid())
+    first = rss.mb()
+    assert first > 1 and rss.mb() >= first  # a peak: never goes down
+    rss.track([os.getpid(), 2**22 + 1])  # no such process: ignored
+    assert rss.mb() >= first
+    rss.close()
+    assert rss.mb() == 0
 
 
 def test_exit_status_wording() -> None:
