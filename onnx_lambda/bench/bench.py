@@ -132,7 +132,7 @@ def strategies(emulated: dict[str, Any], memory_mb: int) -> dict[str, Any]:
 
 
 def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
-    result: dict[str, Any] = {"model": subject.name, "path": str(subject.model)}
+    result: dict[str, Any] = {"model": subject.name, "path": str(subject.source)}
     result["cold"] = cold_starts(subject, opts, progress)
     result["warm"] = warm_latency(subject, opts, progress)
     result["overhead"] = overhead(subject, opts, result["cold"].get(OURS, {}).get("warm_ms"))

@@ -15,9 +15,10 @@ DEFAULT_SIZES = "128,256,512,1024,1769,3008,10240"
 
 
 def default_models() -> list[Path]:
-    """models/digits and models/minilm when built, else a tiny generated model."""
-    built = [ROOT / "models" / n for n in ("digits", "minilm")
-             if (ROOT / "models" / n / "model.json").exists()]
+    """models/digits and models/minilm when built, else a tiny generated model (relative to
+    the repository when run from it, so reports show the command as a user types it)."""
+    base = Path("models") if Path.cwd().resolve() == ROOT else ROOT / "models"
+    built = [base / n for n in ("digits", "minilm") if (base / n / "model.json").exists()]
     if built:
         return built
     from onnx_lambda.bench.handler import default_model

@@ -29,6 +29,7 @@ ALWAYS_ON = "FastAPI + uvicorn (always-on)"
 @dataclass(frozen=True)
 class Subject:
     name: str
+    source: Path  # the model as given
     model: Path  # what ONNX_LAMBDA_MODEL points at (a model folder or an .onnx file)
     portable: Path  # the plain .onnx file the baselines load
     body: bytes  # the HTTP request body
@@ -81,7 +82,7 @@ def prepare(model: Path, name: str | None = None) -> Subject:
     workdir = Path(tempfile.mkdtemp(prefix="onnx-lambda-bench-"))
     inputs = dict(zip(names, values, strict=True))
     ours = _as_tensor_artifact(model, inputs, workdir / "model") if model.is_dir() else model
-    subject = Subject(name or model.stem, ours.resolve(), Path(portable).resolve(), body,
+    subject = Subject(name or model.stem, model, ours.resolve(), Path(portable).resolve(), body,
                       workdir)
     subject.request_file.write_bytes(body)
     subject.event_file.write_text(json.dumps(http_api_event(body)))

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     (out / "tune.md").write_text(text, encoding="utf-8")
     plots.tune(points, f"{subject.name}: latency and cost vs memory", out / "tune.png")
     (out / "tune.json").write_text(json.dumps({
-        "command": command, "machine": machine(), "model": str(subject.model),
+        "command": command, "machine": machine(), "model": str(subject.source),
         "arch": args.arch, "metric": args.metric, "host_cpus": result["host_cpus"],
         "cpu_limits": result["cpu_limits"], "points": [p.as_dict() for p in points],
         "recommended": {s: r.memory_mb for s, r in recs.items()},
