@@ -5,7 +5,9 @@ model served by the real handler (``handler.app.handler``):
 
 1. warm overhead: ``POST /predict`` through the emulator's HTTP front (HTTP API event ->
    Runtime API -> awslambdaric -> handler -> back), and the same through the Invoke API,
-   vs the handler called in-process with the same event (p50 / p99, keep-alive client);
+   vs the handler called in-process with the same event, and vs the same event posted to
+   the Runtime Interface Emulator (AWS's Go implementation of the same hops, from the
+   aws-sam-cli package) as a reference (p50 / p99, keep-alive client);
 2. throughput at concurrency 1, 2, 4 (warm, provisioned environments, one keep-alive
    connection per client thread);
 3. a cold start through the emulator, broken down: process start + runtime client
@@ -22,15 +24,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import importlib.util
 import json
 import os
+import platform
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +106,19 @@ class _Context:
         return 30_000
 
 
+def http_api_event() -> dict[str, Any]:
+    """The event the emulator's HTTP front builds for ``POST /predict`` with ``BODY``."""
+    request = apigw.HttpRequest("POST", "/predict", "", list(HEADERS.items()), BODY)
+    return apigw.http_api_event(request, route_key="POST /predict", stage="$default",
+                                api_id="local", path_parameters=None, domain="localhost")
+
+
 def in_process(model: Path, n: int) -> list[float]:
     """The handler called directly with the HTTP API event the emulator would send."""
     from handler.bootstrap import create  # the handler, in this process
     from handler.settings import Settings
 
-    request = apigw.HttpRequest("POST", "/predict", "", list(HEADERS.items()), BODY)
-    event = apigw.http_api_event(request, route_key="POST /predict", stage="$default",
-                                 api_id="local", path_parameters=None, domain="localhost")
+    event = http_api_event()
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}))
         context = _Context()
@@ -115,21 +126,76 @@ def in_process(model: Path, n: int) -> list[float]:
         return timed(lambda: service(event, context), n)
 
 
-def over_http(url: str, path: str, body: bytes, n: int) -> list[float]:
-    host, port = url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port))
+def interleaved(targets: dict[str, tuple[str, str, bytes]], n: int,
+                rounds: int = 10) -> dict[str, list[float]]:
+    """``n`` timed POSTs per target (name -> url, path, body), one keep-alive connection
+    each, in alternating rounds so that load from other processes hits every target alike."""
+    calls: dict[str, Callable[[], None]] = {}
+    connections = []
+    for name, (url, path, body) in targets.items():
+        host, port = url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port))
+        connections.append(connection)
 
-    def one() -> None:
-        connection.request("POST", path, body, HEADERS)
-        response = connection.getresponse()
-        response.read()
-        assert response.status == 200, response.status
+        def one(connection: http.client.HTTPConnection = connection, path: str = path,
+                body: bytes = body) -> None:
+            connection.request("POST", path, body, HEADERS)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200, response.status
 
-    timed(one, n // 10)
+        calls[name] = one
     try:
-        return timed(one, n)
+        for call in calls.values():
+            timed(call, max(1, n // 10))  # warm-up
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(rounds):
+            for name, call in calls.items():
+                samples[name] += timed(call, max(1, n // rounds))
+        return samples
     finally:
-        connection.close()
+        for connection in connections:
+            connection.close()
+
+
+def rie_binary() -> Path | None:
+    """The Runtime Interface Emulator shipped in the aws-sam-cli package, if installed."""
+    spec = importlib.util.find_spec("samcli")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "local" / "rapid" / f"aws-lambda-rie-{platform.machine()}"
+    return path if os.access(path, os.X_OK) else None
+
+
+@contextlib.contextmanager
+def rie_server(model: Path) -> Iterator[str | None]:
+    """The reference: the same handler behind the RIE (Go, one environment); its URL."""
+    rie = rie_binary()
+    if rie is None:
+        yield None
+        return
+    port = free_port()
+    process = subprocess.Popen(
+        [str(rie), "--runtime-interface-emulator-address", f"127.0.0.1:{port}",
+         sys.executable, "-m", "awslambdaric", "handler.app.handler"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "ONNX_LAMBDA_MODEL": str(model), "PYTHONPATH": str(ROOT)})
+    try:
+        for _ in range(200):  # until it listens
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def throughput(url: str, concurrency: int, seconds: float) -> dict[str, float]:
@@ -199,20 +265,24 @@ def measure(requests: int = 2000, seconds: float = 5.0, cold_repeat: int = 3,
         model = tiny_model(folder / "tiny.onnx")
         results: dict[str, Any] = {"in-process handler": percentiles(in_process(model, requests))}
         template = write_template(folder, model, memory_mb, provisioned=4)
-        with start_server_process(["--template", str(template), "--quiet", "--cpu-limit",
-                                   "off", "--concurrency", "4"], cwd=ROOT) as server:
+        event = json.dumps(http_api_event()).encode()
+        with rie_server(model) as rie_url, start_server_process(
+                ["--template", str(template), "--quiet", "--cpu-limit", "off",
+                 "--concurrency", "4"], cwd=ROOT) as server:
+            targets = {"HTTP front": (server.url, "/predict", BODY),
+                       "Invoke API, same event": (
+                           server.url, "/2015-03-31/functions/Inference/invocations", event)}
+            if rie_url:
+                targets["RIE (reference), same event"] = (
+                    rie_url, "/2015-03-31/functions/function/invocations", event)
             emulator_process = psutil.Process(server.process.pid)
             cpu_before = sum(emulator_process.cpu_times()[:2])
-            results["HTTP front"] = percentiles(over_http(server.url, "/predict", BODY,
-                                                          requests))
-            # load-independent: CPU the emulator process itself spends per request
+            samples = interleaved(targets, requests)
+            # less load-dependent: CPU the emulator process itself spends per request
             results["emulator CPU per request, ms"] = (
                 sum(emulator_process.cpu_times()[:2]) - cpu_before) * 1000.0 / (
-                requests + requests // 10)
-            invoke_body = json.dumps({"warmer": True}).encode()
-            results["Invoke API (warmer ping)"] = percentiles(over_http(
-                server.url, "/2015-03-31/functions/Inference/invocations", invoke_body,
-                requests))
+                2 * (requests + requests // 10))
+            results.update({name: percentiles(values) for name, values in samples.items()})
             results["throughput"] = [throughput(server.url, c, seconds) for c in (1, 2, 4)]
         spec = load_template(write_template(folder, model, memory_mb, provisioned=0))
         results["cold start"] = cold_start(spec, cold_repeat)
@@ -221,12 +291,15 @@ def measure(requests: int = 2000, seconds: float = 5.0, cold_repeat: int = 3,
 
 def report(results: dict[str, Any]) -> str:
     base = results["in-process handler"]
-    lines = ["warm latency, ms          p50      p99   (overhead vs in-process at p50)"]
-    for name in ("in-process handler", "HTTP front", "Invoke API (warmer ping)"):
+    lines = ["warm latency, ms              p50      p99   (overhead vs in-process at p50)"]
+    for name in ("in-process handler", "RIE (reference), same event",
+                 "Invoke API, same event", "HTTP front"):
+        if name not in results:
+            continue
         row = results[name]
         extra = "" if name == "in-process handler" else f"   +{row['p50'] - base['p50']:.3f}"
-        lines.append(f"  {name:24} {row['p50']:7.3f}  {row['p99']:7.3f}{extra}")
-    lines.append(f"  emulator process CPU per HTTP request: "
+        lines.append(f"  {name:28} {row['p50']:7.3f}  {row['p99']:7.3f}{extra}")
+    lines.append(f"  emulator process CPU per request (both fronts): "
                  f"{results['emulator CPU per request, ms']:.3f} ms")
     lines.append("throughput (HTTP front, warm)   req/s     p50      p99")
     for row in results["throughput"]:
