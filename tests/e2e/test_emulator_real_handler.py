@@ -76,3 +76,15 @@ def test_warmer_ping_through_boto3(served: Emulator) -> None:
     assert response["ExecutedVersion"] == "1" and "FunctionError" not in response
     assert body["warm"] is True
     assert body["initializationType"] == "provisioned-concurrency"
+
+
+def test_handled_error_through_boto3(served: Emulator) -> None:
+    """A bad request is a handled error: an HTTP 4xx response document, no FunctionError."""
+    event = json.loads((ROOT / "tests" / "events" / "http-api-predict.json").read_text())
+    event.update(body='{"inputs": "not a tensor"}', isBase64Encoded=False)
+    client: Any = lambda_client(served.url)
+    response = client.invoke(FunctionName="InferenceFunction", Payload=json.dumps(event))
+    assert "FunctionError" not in response
+    document = json.loads(response["Payload"].read())
+    assert 400 <= document["statusCode"] < 500
+    assert json.loads(document["body"])["error"]["type"]
