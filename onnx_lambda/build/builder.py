@@ -69,7 +69,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     metadata = dict(spec.metadata)
     if fuse:
         with steps.step("transformer fusions") as note:
-            fused = optimize.fuse_transformer(current, work / "fused.onnx")
+            fused = optimize.fuse_transformer(current, work / "fused.onnx", spec.num_heads,
+                                              spec.hidden_size)
             note(", ".join(f"{op} ×{n}" for op, n in fused.items()) or "no pattern matched")
             current = work / "fused.onnx"
             metadata["fusions"] = fused

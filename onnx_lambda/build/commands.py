@@ -45,6 +45,10 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--fuse", choices=("auto", "bert", "none"), default="auto",
                        help="transformer fusions (auto: when the model takes input_ids and "
                             "attention_mask)")
+    steps.add_argument("--num-heads", type=int, default=0,
+                       help="attention heads, for the Attention fusion (default: detect)")
+    steps.add_argument("--hidden-size", type=int, default=0,
+                       help="hidden size, for the Attention fusion (default: detect)")
     steps.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=None,
                        help="dynamic INT8 quantization (default: off; on for minilm)")
     steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
@@ -116,7 +120,8 @@ def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpe
     return ModelSpec(source=source, name=args.name or args.output.name,
                      pipeline=args.pipeline, pipeline_options=_options(args.pipeline_option),
                      labels=labels, files={p.name: p for p in args.files},
-                     classifier=args.pipeline == "classifier")
+                     classifier=args.pipeline == "classifier", num_heads=args.num_heads,
+                     hidden_size=args.hidden_size)
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:

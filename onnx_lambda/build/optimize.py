@@ -18,6 +18,8 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 
+from onnx_lambda.build import canonical
+
 LEVELS = {
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
@@ -31,15 +33,20 @@ def looks_like_transformer(model: onnx.ModelProto) -> bool:
     return {i.name for i in model.graph.input} >= TRANSFORMER_INPUTS
 
 
-def fuse_transformer(source: Path, target: Path) -> dict[str, int]:
-    """Apply the BERT fusions; returns the count of each fused operator that was created."""
+def fuse_transformer(source: Path, target: Path, num_heads: int = 0,
+                     hidden_size: int = 0) -> dict[str, int]:
+    """Apply the BERT fusions; returns the count of each fused operator that was created.
+    ``num_heads``/``hidden_size``: 0 = read them from the graph (possible only where its
+    reshapes have constant shapes; a dynamo export computes them, so Attention needs both)."""
     # The transformer optimizer is a large module tree, only needed for transformer models.
     from onnxruntime.transformers.optimizer import optimize_model
 
     # Its fusion passes log every pattern they try at INFO/WARNING: keep the build output clean.
     logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
-    optimized = optimize_model(str(source), model_type="bert", num_heads=0, hidden_size=0,
-                               opt_level=0)
+    model = onnx.load(str(source))
+    canonical.for_attention_fusion(model)
+    optimized = optimize_model(model, model_type="bert", num_heads=num_heads,
+                               hidden_size=hidden_size, opt_level=0)
     optimized.save_model_to_file(str(target))
     stats = optimized.get_fused_operator_statistics() or {}
     return {op: count for op, count in stats.items() if count}

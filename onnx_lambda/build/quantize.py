@@ -11,6 +11,7 @@ worst are excluded until the gate passes or ``max_fp32_nodes`` is reached.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,16 +44,24 @@ Evaluate = Callable[[Path], Accuracy]
 
 def quantize(source: Path, target: Path, settings: QuantizeSettings,
              exclude: tuple[str, ...] = (), only: tuple[str, ...] | None = None) -> None:
-    quantize_dynamic(
-        source, target,
-        op_types_to_quantize=list(settings.op_types),
-        per_channel=settings.per_channel,
-        reduce_range=settings.reduce_range,
-        weight_type=QuantType.QInt8,
-        nodes_to_quantize=list(only) if only is not None else None,
-        nodes_to_exclude=list(exclude),
-        extra_options={"MatMulConstBOnly": True},
-    )
+    # The quantizer advises "pre-processing" (shape inference for static quantization) on the
+    # root logger at every call; dynamic quantization does not need it.
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(
+            source, target,
+            op_types_to_quantize=list(settings.op_types),
+            per_channel=settings.per_channel,
+            reduce_range=settings.reduce_range,
+            weight_type=QuantType.QInt8,
+            nodes_to_quantize=list(only) if only is not None else None,
+            nodes_to_exclude=list(exclude),
+            extra_options={"MatMulConstBOnly": True},
+        )
+    finally:
+        root.setLevel(level)
 
 
 def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:

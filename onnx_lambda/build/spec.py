@@ -27,6 +27,8 @@ class ModelSpec:
     reference: np.ndarray | None = None  # gate reference rows; None = the unquantized model's
     classifier: bool = False  # gate top-1 agreement too
     quantize: QuantizeSettings | None = None  # the default when the command line is silent
+    num_heads: int = 0  # transformer fusions: attention heads and hidden size (0 = detect)
+    hidden_size: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
