@@ -28,7 +28,7 @@ from onnx_lambda.emulator.environment import (
     function_arn,
 )
 from onnx_lambda.emulator.limits import CpuLimiter
-from onnx_lambda.emulator.report import InvocationRecord, billed_ms
+from onnx_lambda.emulator.report import InvocationRecord, billed_ms, start_line
 from onnx_lambda.emulator.template import FunctionSpec
 
 ON_DEMAND = "on-demand"
@@ -134,7 +134,7 @@ class FunctionPool:
         invocation = Invocation(payload, function_arn(self.spec.name, qualifier),
                                 client_context)
         cold = env.state == "new"
-        self._emit(f"START RequestId: {invocation.request_id} Version: {version}")
+        self._emit(start_line(invocation.request_id, version))
         outcome: Outcome | None = None
         if cold:
             try:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 LOG_TAIL_BYTES = 4096
 
@@ -33,11 +32,8 @@ class InvocationRecord:
     cpu_limit: str
     memory_limit: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     def start_line(self) -> str:
-        return f"START RequestId: {self.request_id} Version: {self.version}"
+        return start_line(self.request_id, self.version)
 
     def end_line(self) -> str:
         return f"END RequestId: {self.request_id}"
@@ -57,6 +53,10 @@ class InvocationRecord:
         fields.append(f"CPU: {self.cpu_limit}")
         fields.append(f"Memory Limit: {self.memory_limit}")
         return "\t".join(fields)
+
+
+def start_line(request_id: str, version: str) -> str:
+    return f"START RequestId: {request_id} Version: {version}"
 
 
 def billed_ms(duration_ms: float, init_ms: float | None) -> int:
