@@ -37,8 +37,10 @@ class EnvironmentState:
     requests_served: int = 0  # business requests only
 
     def first_invocation(self) -> bool:
+        """True when this invocation waited for the init: the environment's first, unless it
+        was initialised ahead of traffic (provisioned concurrency)."""
         first, self.invoked = not self.invoked, True
-        return first
+        return first and self.initialization_type != "provisioned-concurrency"
 
     def refresh(self) -> None:
         """After a SnapStart restore: a new environment that shares the snapshot's memory."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+from handler.bootstrap import create
+from handler.settings import Settings
 from tests.conftest import Context
 from tests.functional.test_handler_errors import http_event
 
@@ -67,3 +70,13 @@ def test_cache_is_off_by_default(linear_service: Any) -> None:
     linear_service(http_event(), Context())
     linear_service(http_event(), Context())
     assert len(calls) == 2
+
+
+def test_provisioned_environment_never_reports_a_cold_start(model_dir: Path) -> None:
+    service = create(Settings.from_env({
+        "ONNX_LAMBDA_MODEL": str(model_dir / "linear.onnx"),
+        "AWS_LAMBDA_INITIALIZATION_TYPE": "provisioned-concurrency"}))
+    service.telemetry.stream = io.StringIO()
+    assert "cold-start" not in service(http_event(), Context())["headers"]["server-timing"]
+    assert json.loads(service.telemetry.stream.getvalue().splitlines()[-1])["ColdStart"] == 0
+    assert service({"warmer": True}, Context())["coldStart"] is False
