@@ -197,7 +197,9 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "adapter, model loaded at startup; **always-on** = the same FastAPI app under "
              "uvicorn. All Lambda-style targets run through the local emulator (real "
              "awslambdaric, CPU quota of the memory size). Every target gets the same tensors "
-             "(ours with `ONNX_LAMBDA_PIPELINE=tensor`).", "",
+             "and returns the model's raw outputs: ours runs its own artifact (offline "
+             "optimized, with its manifest) re-labelled as a tensor pipeline, so that no "
+             "target does pre/post-processing the others skip.", "",
              "Load generator: this process, aiohttp with keep-alive connections (one per "
              "concurrent client, opened before measuring); servers run in their own processes. "
              "Related: `onnx-lambda tune` (memory sizing: latency, cold init and cost per "
