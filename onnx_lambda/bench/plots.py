@@ -85,7 +85,7 @@ def tune(points: Sequence[Any], title: str, path: Path) -> Path:
 
 
 def strategies(results: Sequence[Mapping[str, Any]], title: str, path: Path,
-               recommended: str | None = None) -> Path:
+               recommended: str | None = None, target: float | None = None) -> Path:
     """Cold-start fraction vs monthly cost, one point per strategy."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -97,7 +97,9 @@ def strategies(results: Sequence[Mapping[str, Any]], title: str, path: Path,
                    color="C3" if star else "C0", zorder=3)
         ax.annotate(r["strategy"], (cost, pct), fontsize=6, xytext=(3, 3),
                     textcoords="offset points")
-    ax.set_xscale("symlog", linthresh=1.0)
+    if target is not None:
+        ax.axhline(100.0 * target, color="C3", linestyle=":", label="target")
+    ax.set_xscale("log")
     ax.set_xlabel("monthly cost, USD")
     ax.set_ylabel("requests with a cold start, %")
     ax.grid(True, alpha=0.3)

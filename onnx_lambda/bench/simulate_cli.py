@@ -154,6 +154,6 @@ def run(args: argparse.Namespace) -> int:
         "workload": source, "target": args.target, "recommended": best.strategy.label,
         "results": dicts}, indent=2) + "\n", encoding="utf-8")
     plots.strategies(dicts, f"{args.pattern}: cold starts vs monthly cost", out / f"{name}.png",
-                     recommended=best.strategy.label)
+                     recommended=best.strategy.label, target=args.target)
     print(f"wrote {out / name}.md/.json/.png")
     return 0 if best.cold_fraction <= args.target else 1
