@@ -32,7 +32,10 @@ def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, comma
                       "billed ms", "USD / 1M", "recommended for"], rows),
              "Sizes above the host's cores cannot be emulated: they repeat the largest "
              "measured size's latencies (no further speed-up assumed) and are never "
-             "recommended."]
+             "recommended. The emulator applies the CPU quota to init as well; AWS has been "
+             "seen to give small functions more CPU during init, so cold init at small sizes "
+             "is an upper bound. Cost per million requests: warm billed duration (1 ms "
+             "rounding) plus `--cold-fraction` × billed init, and the request charge."]
     return "\n".join(lines) + "\n"
 
 
