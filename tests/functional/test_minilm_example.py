@@ -38,6 +38,7 @@ def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
     assert accuracy["samples"] >= 50
     assert accuracy["mean_cosine"] >= 0.99 and accuracy["min_cosine"] >= 0.98
     assert manifest.metadata["quantization"]["type"] == "dynamic-int8"
+    assert manifest.metadata["fusions"]["Attention"] == 6  # one per layer
     source_size = manifest.metadata["build"]["before"]["size_bytes"]
     assert (minilm_folder / manifest.model).stat().st_size < source_size / 2
 
