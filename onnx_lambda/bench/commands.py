@@ -115,7 +115,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "simulate", help="cold-start fraction, p99 and monthly cost per cold-start strategy",
         description="Replay a traffic pattern against a Lambda lifecycle model with each "
                     "strategy (none, warmer N, provisioned N, both) and recommend the "
-                    "cheapest that keeps cold starts under the target.")
+                    "cheapest that keeps cold starts under the target (exit status 1 when "
+                    "none does). Writes docs/benchmarks/simulate-PATTERN.md/.json/.png.")
     add_arguments(simulate)
 
 
