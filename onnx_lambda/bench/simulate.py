@@ -211,7 +211,8 @@ def run(arrivals: Sequence[float], workload: Workload, strategy: Strategy, *,
     warmer_runs = len(ticks)
     bill = Bill(
         requests=scale * business.count * prices.per_request,
-        on_demand_duration=scale * gb_seconds(mem, business.on_demand_ms) * prices.first_tier(arch),
+        on_demand_duration=prices.duration_cost(
+            scale * gb_seconds(mem, business.on_demand_ms), arch),
         provisioned_idle=(SECONDS_PER_MONTH * strategy.provisioned * mem / 1024.0
                           * prices.provisioned(arch)[0]),
         provisioned_duration=scale * gb_seconds(mem, business.provisioned_ms)

@@ -15,14 +15,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from onnx_lambda.bench.cost import PriceTable, cost_per_million
+from onnx_lambda.emulator.limits import vcpus_for as vcpus
 
-MB_PER_VCPU = 1769
-MAX_VCPUS = 6
 STRATEGIES = ("cost", "speed", "balanced")
-
-
-def vcpus(memory_mb: int) -> float:
-    return min(memory_mb / MB_PER_VCPU, MAX_VCPUS)
 
 
 def measurable(memory_mb: int, host_cpus: int) -> bool:

@@ -19,7 +19,6 @@ from onnx_lambda.bench.cost import PriceTable, mean_billed_ms
 from onnx_lambda.bench.stats import interleave, median, percentile
 from onnx_lambda.bench.subject import Subject
 
-DEFAULT_SIZES = (128, 256, 512, 1024, 1769, 3008, 10240)
 OURS = "handler.app"
 
 
