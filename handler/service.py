@@ -145,7 +145,7 @@ class Service:
             return npy.encode(outputs, request.query)
         if is_npy:
             return Response(200, payload=tensors.outputs_to_json(outputs))
-        return Response(200, payload=self.pipeline.postprocess(outputs, parameters))
+        return Response(200, payload=self.pipeline.postprocess(outputs, parameters, feeds))
 
     def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
         if _wants_npy(request.headers.get("accept", ""), default=False):

@@ -1,7 +1,8 @@
 """The pipeline contract.
 
 A pipeline turns the simple JSON request's ``inputs`` (plus optional ``parameters``) into the
-session's feeds, and the session's outputs into the JSON response body. The Open Inference
+session's feeds, and the session's outputs (with the feeds they came from: attention masks,
+lengths) into the JSON response body. The Open Inference
 Protocol V2 and ``.npy`` routes are tensor-level and bypass pipelines.
 """
 
@@ -27,7 +28,8 @@ class Pipeline:
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
+                    feeds: Mapping[str, np.ndarray]) -> Any:
         raise NotImplementedError
 
     def example(self) -> Any:

@@ -46,7 +46,8 @@ class ClassifierPipeline(TensorPipeline):
         self.top_k = _positive_int(self.options.get("top_k", DEFAULT_TOP_K), "top_k option",
                                    ModelLoadError)
 
-    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
+                    feeds: Mapping[str, np.ndarray]) -> Any:
         scores = np.asarray(outputs[self.output], dtype=np.float64)
         if scores.ndim == 1:
             scores = scores[np.newaxis, :]

@@ -23,7 +23,8 @@ class TensorPipeline(Pipeline):
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
         return tensors.from_json(inputs, self.model.inputs)
 
-    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
+                    feeds: Mapping[str, np.ndarray]) -> Any:
         wanted = parameters.get("outputs")
         if wanted is not None:
             if not isinstance(wanted, list) or any(name not in outputs for name in wanted):

@@ -16,7 +16,6 @@ A model whose output is already pooled (rank 2) is used as is.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,7 +54,8 @@ class TextEmbeddingPipeline(Pipeline):
                                  "'mean' or 'cls'")
         self.tokenizer.enable_truncation(self.max_length)
         padding = self.tokenizer.padding or {}
-        self.tokenizer.enable_padding(pad_id=padding.get("pad_id", 0),
+        self.pad_id = padding.get("pad_id", 0)
+        self.tokenizer.enable_padding(pad_id=self.pad_id,
                                       pad_token=padding.get("pad_token", "[PAD]"))
         if "input_ids" not in model.input_by_name:
             raise ModelLoadError("text-embedding pipeline: the model has no 'input_ids' input "
@@ -63,9 +63,6 @@ class TextEmbeddingPipeline(Pipeline):
         self.output = self.options.get("output") or model.outputs[0].name
         if self.output not in {s.name for s in model.outputs}:
             raise ModelLoadError(f"text-embedding pipeline: no output {self.output!r}")
-        # The attention mask of the request being served, from preprocess to postprocess
-        # (per thread, should a local server ever run requests concurrently).
-        self._request = threading.local()
 
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
         sentences = [inputs] if isinstance(inputs, str) else inputs
@@ -84,11 +81,13 @@ class TextEmbeddingPipeline(Pipeline):
             if spec is not None:
                 feeds[name] = np.array([getattr(e, attribute) for e in encodings],
                                        dtype=spec.dtype)
-        self._request.mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
         return feeds
 
-    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
-        mask = self._request.mask
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
+                    feeds: Mapping[str, np.ndarray]) -> Any:
+        # The model's own mask input when it has one, else padding told apart by its id.
+        mask = np.asarray(feeds["attention_mask"] if "attention_mask" in feeds
+                          else feeds["input_ids"] != self.pad_id, dtype=np.float32)
         hidden = np.asarray(outputs[self.output], dtype=np.float32)
         if hidden.ndim == 3:
             hidden = mean_pool(hidden, mask) if self.pooling == "mean" else hidden[:, 0]

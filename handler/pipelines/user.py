@@ -1,7 +1,7 @@
 """A user pipeline: ``ONNX_LAMBDA_PIPELINE=package.module`` defining
 
     def preprocess(inputs, parameters, model) -> dict[str, numpy.ndarray]
-    def postprocess(outputs, parameters, model) -> JSON-serialisable
+    def postprocess(outputs, parameters, model, feeds) -> JSON-serialisable
     def example(model) -> inputs            # optional: the warm-up input
 
 The module is imported once, at init; an import failure fails the init with a clear message.
@@ -36,8 +36,9 @@ class UserPipeline(TensorPipeline):
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
         return self.module.preprocess(inputs, parameters, self.model)
 
-    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any]) -> Any:
-        return self.module.postprocess(outputs, parameters, self.model)
+    def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
+                    feeds: Mapping[str, np.ndarray]) -> Any:
+        return self.module.postprocess(outputs, parameters, self.model, feeds)
 
     def example(self) -> Any:
         if hasattr(self.module, "example"):

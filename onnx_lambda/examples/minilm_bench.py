@@ -98,8 +98,9 @@ def _pipeline_embed(model: Model) -> Embed:
     pipeline = load_pipeline(manifest.pipeline, model, manifest.pipeline_options)
 
     def embed(sentence: str) -> np.ndarray:
-        outputs = model.run(pipeline.preprocess([sentence], {}))
-        return np.asarray(pipeline.postprocess(outputs, {})["embeddings"][0], dtype=np.float32)
+        feeds = pipeline.preprocess([sentence], {})
+        embeddings = pipeline.postprocess(model.run(feeds), {}, feeds)["embeddings"]
+        return np.asarray(embeddings[0], dtype=np.float32)
 
     return embed
 

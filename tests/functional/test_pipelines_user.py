@@ -1,0 +1,43 @@
+"""A user pipeline (``ONNX_LAMBDA_PIPELINE=package.module``) around the real session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from handler.errors import ModelLoadError
+from tests.conftest import Context
+from tests.functional.test_handler_errors import http_event
+from tests.support.models import WEIGHTS
+
+
+def test_user_module_pre_and_post(make_service: Any, model_dir: Path) -> None:
+    service = make_service(model_dir / "linear.onnx", pipeline="tests.support.user_pipeline")
+    body = json.dumps({"inputs": {"values": [1, 2, 3, 4]}})
+    answer = json.loads(service(http_event(body=body), Context())["body"])
+    low, high = np.array([1, 2, 3, 4]) @ WEIGHTS
+    assert answer == {"low": low, "high": high, "echo": [1.0, 2.0, 3.0, 4.0]}
+    assert service.pipeline.name == "tests.support.user_pipeline"
+
+
+def test_user_module_errors_are_500_and_the_next_request_works(make_service: Any,
+                                                              model_dir: Path) -> None:
+    service = make_service(model_dir / "linear.onnx", pipeline="tests.support.user_pipeline")
+    result = service(http_event(body=json.dumps({"inputs": {"wrong": 1}})), Context())
+    assert result["statusCode"] == 500
+    body = json.dumps({"inputs": {"values": [1, 2, 3, 4]}})
+    assert service(http_event(body=body), Context())["statusCode"] == 200
+
+
+def test_unimportable_pipeline_fails_init(make_service: Any, model_dir: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not a built-in pipeline and not importable"):
+        make_service(model_dir / "linear.onnx", pipeline="no_such_package.pipeline")
+
+
+def test_module_without_the_hooks_fails_init(make_service: Any, model_dir: Path) -> None:
+    with pytest.raises(ModelLoadError, match="lacks preprocess, postprocess"):
+        make_service(model_dir / "linear.onnx", pipeline="tests.support.models")
