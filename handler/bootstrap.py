@@ -25,6 +25,8 @@ def create(settings: Settings) -> Service:
                           level=settings.log_level)
     found = artifact.resolve(settings.model, ort_version=onnxruntime.__version__,
                              verify=settings.verify, cache_dir=settings.s3_cache_dir)
+    if settings.unknown:
+        telemetry.log("warning", f"ignored unknown variables: {', '.join(settings.unknown)}")
     if found.warning:
         telemetry.log("warning", found.warning)
     threads = settings.threads or threads_for(settings.memory_mb, visible_cpus())

@@ -210,10 +210,12 @@ class Service:
         return answer
 
     def warm_up(self) -> None:
-        """One real inference through the pipeline: the manifest's example, else a synthetic."""
+        """One real inference through the pipeline: the manifest's example when it was written
+        for this pipeline, else the pipeline's own synthetic input."""
         manifest = self.model.artifact.manifest
-        example = manifest.example if manifest and manifest.example is not None else None
-        inputs = example if example is not None else self.pipeline.example()
+        own = (manifest is not None and manifest.example is not None
+               and manifest.pipeline == self.pipeline.name)
+        inputs = manifest.example if own else self.pipeline.example()
         self.model.run(self.pipeline.preprocess(inputs, {}))
 
     def _health(self) -> dict[str, Any]:

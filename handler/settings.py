@@ -116,6 +116,8 @@ class Settings:
     initialization_type: str
     function_name: str
     function_version: str
+    # ONNX_LAMBDA_* names in the environment that no setting reads (typos): logged at init.
+    unknown: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
@@ -136,6 +138,10 @@ class Settings:
         values["initialization_type"] = env.get("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
         values["function_name"] = env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
         values["function_version"] = env.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        known = {var.env_name for var in VARIABLES}
+        values["unknown"] = tuple(sorted(
+            name for name in env if name.startswith(PREFIX) and name not in known
+            and not name.startswith(PREFIX + "WARM_")))  # the warmer function's own settings
         values.update(explicit)
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:

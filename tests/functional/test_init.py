@@ -140,3 +140,18 @@ def test_s3_missing_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         service_for("s3://models/none.onnx", s3_cache_dir=str(tmp_path))
     with pytest.raises(ModelLoadError, match="no objects"):
         service_for("s3://models/empty/", s3_cache_dir=str(tmp_path))
+
+
+def test_unknown_variable_is_logged_at_init(model_dir: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    service_for(model_dir / "linear.onnx", colour="red")
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "COLOUR" in x]
+    assert json.loads(line)["level"] == "WARNING"
+
+
+def test_warm_up_with_another_pipeline_uses_that_pipelines_example(
+        tmp_path: Path, model_dir: Path) -> None:
+    folder = make_folder(tmp_path, model_dir, pipeline="classifier", example=[[1, 2, 3, 4]],
+                         labels=("a", "b"))
+    service = service_for(folder, pipeline="tests.support.user_pipeline")
+    assert service.pipeline.name == "tests.support.user_pipeline"

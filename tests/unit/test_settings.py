@@ -58,3 +58,9 @@ def test_every_variable_is_documented_in_the_readme() -> None:
 def test_threads_follow_the_vcpus_memory_buys(memory: int | None, cpus: int,
                                               threads: int) -> None:
     assert threads_for(memory, cpus) == threads
+
+
+def test_unknown_prefixed_variables_are_reported() -> None:
+    env = {"ONNX_LAMBDA_VERIFY_SHA256": "1", "ONNX_LAMBDA_THREADS": "1",
+           "ONNX_LAMBDA_WARM_TARGET": "fn", "OTHER": "x"}
+    assert Settings.from_env(env).unknown == ("ONNX_LAMBDA_VERIFY_SHA256",)
