@@ -20,13 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnx-lambda", description="Low-latency ONNX inference on AWS Lambda.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # TEMP while areas land; removed before release
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 

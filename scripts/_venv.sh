@@ -1,21 +1,28 @@
 # Sourced by scripts/*: create or refresh .venv so every entry point is idempotent.
-# Reinstalls only when pyproject.toml or the runtime requirements change (a stamp keeps their hash).
+# Installs again only when pyproject.toml or the runtime requirements change, or when the
+# caller needs an extra the venv lacks (a stamp keeps the hash and the installed extras).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-EXTRAS="${ONNX_LAMBDA_EXTRAS:-test}"
+EXTRAS="${ONNX_LAMBDA_EXTRAS:-${EXTRAS_DEFAULT:-dev}}"
 PY="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
     echo "==> creating $VENV"
     "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.onnx-lambda-stamp"
-WANT="$EXTRAS $(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" | sha256sum | cut -d' ' -f1)"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+HASH="$(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" | sha256sum | cut -d' ' -f1)"
+read -r HAVE_HASH HAVE_EXTRAS < "$STAMP" 2>/dev/null || { HAVE_HASH=""; HAVE_EXTRAS=""; }
+missing=""
+for extra in ${EXTRAS//,/ }; do
+    case ",$HAVE_EXTRAS," in *",$extra,"*) ;; *) missing="$missing $extra" ;; esac
+done
+if [ "$HAVE_HASH" != "$HASH" ] || [ -n "$missing" ]; then
+    [ "$HAVE_HASH" = "$HASH" ] && EXTRAS="$HAVE_EXTRAS,$EXTRAS"  # keep what is there
     echo "==> installing onnx-lambda[$EXTRAS] into .venv"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
-    echo "$WANT" > "$STAMP"
+    echo "$HASH $EXTRAS" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
 export SAM_CLI_TELEMETRY=0

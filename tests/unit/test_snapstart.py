@@ -7,6 +7,7 @@ import sys
 import types
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from handler import snapstart
@@ -46,7 +47,6 @@ def test_snapstart_registers_warm_up_before_and_refresh_after(
 
 def test_restore_reseeds_the_random_generators(
         hooks: dict[str, list[Callable[[], None]]]) -> None:
-    np = pytest.importorskip("numpy")
     snapstart.register(lambda: None, lambda: None, SNAP_START)
     (after,) = hooks["after"]
     draws = []
