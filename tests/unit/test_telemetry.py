@@ -62,3 +62,12 @@ def test_stage_timer_accumulates() -> None:
     timer.mark("a")
     timer.mark("a")
     assert set(timer.durations) == {"a"} and timer.total_ms() >= timer.durations["a"]
+
+
+def test_line_is_valid_json_with_nothing_to_report() -> None:
+    for metrics in (True, False):
+        stream = io.StringIO()
+        Telemetry(namespace="N", function_name='quo"te', metrics=metrics, level="info",
+                  stream=stream).request({}, request_id="r", cold=False, fields={})
+        record = json.loads(stream.getvalue())
+        assert record["requestId"] == "r" and record["functionName"] == 'quo"te'
