@@ -12,7 +12,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 STAMP="$VENV/.onnx-lambda-stamp"
 HASH="$(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" | sha256sum | cut -d' ' -f1)"
-read -r HAVE_HASH HAVE_EXTRAS < "$STAMP" 2>/dev/null || { HAVE_HASH=""; HAVE_EXTRAS=""; }
+read -r HAVE_HASH HAVE_EXTRAS 2>/dev/null < "$STAMP" || { HAVE_HASH=""; HAVE_EXTRAS=""; }
 missing=""
 for extra in ${EXTRAS//,/ }; do
     case ",$HAVE_EXTRAS," in *",$extra,"*) ;; *) missing="$missing $extra" ;; esac
