@@ -7,7 +7,7 @@
   ``import handler.app`` (settings, artifact, session, pipeline, warm-up inference).
 - warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
   with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
-- peak RSS after init of each cold process (ru_maxrss).
+- peak RSS after init of each cold process (VmHWM: ru_maxrss would inherit the parent's).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ _DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32
 
 # Each child prints one JSON line: its own view of the init, and its peak RSS.
 _FLOOR = """
-import json, resource, sys, time
+import json, sys, time
+from onnx_lambda.bench.rss import peak_rss_mb
 t0 = time.perf_counter()
 import numpy as np, onnxruntime as ort
 t1 = time.perf_counter()
@@ -43,17 +44,16 @@ feeds = {i.name: np.asarray(v, dtype=np.float32 if 'float' in i.type else np.int
 session.run(None, feeds)
 t3 = time.perf_counter()
 print(json.dumps({"imports": (t1 - t0) * 1e3, "load": (t2 - t1) * 1e3, "run": (t3 - t2) * 1e3,
-                  "init": (t3 - t0) * 1e3,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "init": (t3 - t0) * 1e3, "rss_mb": peak_rss_mb()}))
 """
 _OURS = """
-import json, resource, time
+import json, time
+from onnx_lambda.bench.rss import peak_rss_mb
 t0 = time.perf_counter()
 import handler.app as app
 d = app.SERVICE.init_durations
 print(json.dumps({"imports": d["imports"], "load": d["model-load"], "run": d.get("warmup", 0.0),
-                  "init": (time.perf_counter() - t0) * 1e3,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "init": (time.perf_counter() - t0) * 1e3, "rss_mb": peak_rss_mb()}))
 """
 
 
