@@ -43,12 +43,16 @@ def test_every_stage_is_the_aws_lambda_python_312_base_image(parsed: DockerfileP
 def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfileParser) -> None:
     deps = stages(parsed)[0]
     copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
-    assert ["layers/requirements.txt", "layers/build_layer.py", "/build/"] in copies
+    assert ["layers/requirements.txt", "layers/requirements-text.txt", "layers/build_layer.py",
+            "/build/"] in copies
     (run,) = [i["value"] for i in deps if i["instruction"] == "RUN"]
     steps = [shlex.split(step) for step in run.split("&&")]
     pip = next(step for step in steps if step[:2] == ["pip", "install"])
     assert pip[pip.index("-r") + 1] == "/build/requirements.txt"
     assert {"--no-cache-dir", "--no-deps", "--only-binary=:all:"} <= set(pip)
+    # a pipeline's extra requirements only when asked for (shell expansion of the build arg)
+    assert "${EXTRA_REQUIREMENTS:+-r" in pip
+    assert any(i["instruction"] == "ARG" and i["value"] == "EXTRA_REQUIREMENTS=" for i in deps)
     assert ["python", "/build/build_layer.py", "prune", "/deps"] in steps
     assert any(step[:3] == ["python", "-m", "compileall"] for step in steps)
 
