@@ -23,6 +23,7 @@ STAGE_METRICS = {
     "total": "Latency",
 }
 INIT_METRICS = {"init": "InitDuration", "model-load": "ModelLoad"}
+COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 
@@ -70,7 +71,7 @@ class Telemetry:
         record: dict[str, Any] = {"level": "INFO", "message": "request", "requestId": request_id,
                                   "functionName": self.function_name, "coldStart": cold,
                                   **fields}
-        names = {**STAGE_METRICS, **(INIT_METRICS if cold else {})}
+        names = COLD_METRICS if cold else STAGE_METRICS
         values = {names[k]: round(v, 4) for k, v in durations.items() if k in names}
         record.update(values)
         if not self.metrics:

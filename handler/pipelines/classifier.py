@@ -62,8 +62,9 @@ class ClassifierPipeline(TensorPipeline):
         probs = scores if self._are_probabilities(scores) else softmax(scores)
         order = np.argsort(-probs, axis=1, kind="stable")[:, :k]
         predictions = []
-        for row, indices in zip(probs, order, strict=True):
-            top = [{"label": self._label(i), "score": float(row[i])} for i in indices]
+        # tolist() once per batch: per-element numpy scalars are slow on the hot path.
+        for row, indices in zip(probs.tolist(), order.tolist(), strict=True):
+            top = [{"label": self._label(i), "score": row[i]} for i in indices]
             predictions.append({**top[0], "top_k": top})
         return {"predictions": predictions}
 
