@@ -20,7 +20,6 @@ class Artifact:
     path: Path  # the file the session loads
     manifest: Manifest | None
     optimized_offline: bool  # graph optimizations already applied for this onnxruntime version
-    source: str  # what ONNX_LAMBDA_MODEL said
     warning: str = ""  # something init should log (e.g. a fallback to the portable model)
 
 
@@ -34,7 +33,7 @@ def resolve(location: str, *, ort_version: str, verify: str, cache_dir: str) -> 
         if local.suffix not in MODEL_SUFFIXES:
             raise ModelLoadError(f"{location}: expected a model folder with {FILENAME}, or a "
                                  f"{' / '.join(MODEL_SUFFIXES)} file")
-        return Artifact(local, None, local.suffix == ".ort", location)
+        return Artifact(local, None, local.suffix == ".ort")
     raise ModelLoadError(f"model not found: {location} (set ONNX_LAMBDA_MODEL to a model folder, "
                          f"an .onnx file or an s3:// URI; working directory {Path.cwd()})")
 
@@ -47,7 +46,7 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
         if len(candidates) != 1:
             raise ModelLoadError(f"{location}: no {FILENAME}, and {len(candidates)} model files "
                                  "(need exactly one to guess)") from None
-        return Artifact(candidates[0], None, candidates[0].suffix == ".ort", location)
+        return Artifact(candidates[0], None, candidates[0].suffix == ".ort")
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelLoadError(f"{folder / FILENAME}: invalid manifest: {exc}") from exc
     chosen, warning = manifest.model, ""
@@ -62,7 +61,7 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
     if verify:
         for name, expected in manifest.files.items():
             _check_sha256(folder / name, expected)
-    return Artifact(path, manifest, optimized, location, warning)
+    return Artifact(path, manifest, optimized, warning)
 
 
 def _check_sha256(path: Path, expected: str) -> None:

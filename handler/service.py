@@ -49,10 +49,10 @@ class Service:
     # -- entry ---------------------------------------------------------------------------
 
     def __call__(self, event: Any, context: Any) -> Any:
+        if ping.is_ping(event):
+            return self._ping(event)
         timer = StageTimer()
         request_id = getattr(context, "aws_request_id", None) or os.urandom(16).hex()
-        if ping.is_ping(event):
-            return self._ping(event, context)
         cold = self.state.first_invocation()
         self.state.requests_served += 1
         source = sources.detect(event)
@@ -118,10 +118,11 @@ class Service:
             return response
         if operation == "health":
             return Response(200, payload=self._health())
-        if operation in ("ready", "live", "v2_server"):
+        if operation in ("ready", "live"):
+            return Response(200, payload={"ready": True})
+        if operation == "v2_server":
             return Response(200, payload={"name": "onnx-lambda", "version": "2",
-                                          "extensions": ["binary_tensor_data"]}
-                            if operation == "v2_server" else {"ready": True})
+                                          "extensions": ["binary_tensor_data"]})
         self._check_model(params, request)
         if operation == "v2_model_ready":
             return Response(200, payload={"name": self.model.name, "ready": True})
@@ -197,7 +198,7 @@ class Service:
 
     # -- answers -------------------------------------------------------------------------
 
-    def _ping(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    def _ping(self, event: dict[str, Any]) -> dict[str, Any]:
         cold = self.state.first_invocation()
         started = time.perf_counter()
         self.warm_up()
@@ -209,14 +210,17 @@ class Service:
         self.telemetry.log("info", "warm-up ping", **answer)
         return answer
 
-    def warm_up(self) -> None:
-        """One real inference through the pipeline: the manifest's example when it was written
-        for this pipeline, else the pipeline's own synthetic input."""
+    def example_inputs(self) -> Any:
+        """A valid ``inputs`` value: the manifest's example when it was written for this
+        pipeline, else the pipeline's own synthetic input."""
         manifest = self.model.artifact.manifest
         own = (manifest is not None and manifest.example is not None
                and manifest.pipeline == self.pipeline.name)
-        inputs = manifest.example if own else self.pipeline.example()
-        self.model.run(self.pipeline.preprocess(inputs, {}))
+        return manifest.example if own else self.pipeline.example()
+
+    def warm_up(self) -> None:
+        """One real inference through the pipeline."""
+        self.model.run(self.pipeline.preprocess(self.example_inputs(), {}))
 
     def _health(self) -> dict[str, Any]:
         return {"status": "ok", "model": self.model.name, "version": self.model.version,

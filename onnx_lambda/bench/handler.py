@@ -59,16 +59,13 @@ print(json.dumps({"imports": d["imports"], "load": d["model-load"], "run": d.get
 
 def floor_inputs(model: Path) -> tuple[Path, list[Any]]:
     """The portable model file and one example input per model input (as nested lists)."""
-    from handler.artifact import resolve
     from handler.bootstrap import create
     from handler.settings import Settings
 
-    found = resolve(str(model), ort_version="", verify="never", cache_dir="/tmp")
-    portable = found.path if found.manifest is None else model / found.manifest.portable
     service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
-    example = service.pipeline.example() if found.manifest is None or \
-        found.manifest.example is None else found.manifest.example
-    feeds = service.pipeline.preprocess(example, {})
+    manifest = service.model.artifact.manifest
+    portable = service.model.artifact.path if manifest is None else model / manifest.portable
+    feeds = service.pipeline.preprocess(service.example_inputs(), {})
     return portable, [feeds[spec.name].tolist() for spec in service.model.inputs]
 
 
@@ -98,9 +95,7 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
 
     service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}))
     service.telemetry.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the run)
-    example = (service.model.artifact.manifest.example
-               if service.model.artifact.manifest and service.model.artifact.manifest.example
-               is not None else service.pipeline.example())
+    example = service.example_inputs()
     feeds = service.pipeline.preprocess(example, {})
     event = {"version": "2.0", "rawPath": "/predict", "headers": {
         "content-type": "application/json"}, "requestContext": {

@@ -32,7 +32,7 @@ class Figures:
 
 
 def load_raw(path: Path, threads: int | None = None) -> Model:
-    return Model(Artifact(path, None, path.suffix == ".ort", str(path)),
+    return Model(Artifact(path, None, path.suffix == ".ort"),
                  threads=threads or threads_for(None, visible_cpus()), graph_optimization="auto")
 
 
