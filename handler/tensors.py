@@ -32,11 +32,27 @@ def from_json(inputs: Any, specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]
         if spec is None:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
         try:
-            arrays[name] = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
+            array = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
         except (ValueError, TypeError):
             raise InvalidInputError(f"input {name!r}: not a rectangular array (ragged nested "
                                     f"lists?); expected {spec.describe()}") from None
+        if spec.dtype.kind in "iu" and array.dtype.kind in "fO":
+            array = _exact_integers(value, array, spec)
+        arrays[name] = array
     return check(arrays, specs)
+
+
+def _exact_integers(value: Any, inferred: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """numpy infers float64 (or object) for integers beyond int64, e.g. [2**63 + 1, 0]: the
+    float loses digits. All-integer JSON for an integer input converts exactly instead."""
+    exact = np.asarray(value, dtype=object)
+    if exact.shape != inferred.shape or not all(type(v) is int for v in exact.flat):
+        return inferred  # real floats (or bools): the usual checks decide
+    try:
+        return exact.astype(spec.dtype)
+    except OverflowError:
+        raise InvalidInputError(f"input {spec.name!r}: expected integers in range for "
+                                f"{spec.dtype.name} ({spec.describe()})") from None
 
 
 def check(arrays: Mapping[str, np.ndarray], specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]:

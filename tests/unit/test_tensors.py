@@ -1,0 +1,24 @@
+"""JSON values → arrays checked against an input's signature (no session needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from handler.errors import InvalidInputError
+from handler.model import TensorSpec
+from handler.tensors import from_json
+
+UINT64 = (TensorSpec("x", np.dtype(np.uint64), "UINT64", ("a", "b")),)
+
+
+@pytest.mark.parametrize("row", [[2**63 + 1, 0], [2**64 - 1024, 0], [2**64 - 1, 2**63]])
+def test_integers_beyond_int64_convert_exactly(row: list[int]) -> None:
+    # numpy alone infers float64 for these rows and loses the last digits
+    assert from_json([row], UINT64)["x"].tolist() == [row]
+
+
+@pytest.mark.parametrize("row", [[2**64, 0], [-1, 2**63], [1.5, 2**63]])
+def test_out_of_range_or_fractional_values_are_rejected(row: list[float]) -> None:
+    with pytest.raises(InvalidInputError, match="uint64"):
+        from_json([row], UINT64)
