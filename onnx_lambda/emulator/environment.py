@@ -156,6 +156,11 @@ class Environment:
         """The runtime process (the root of the environment's process tree)."""
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def doomed(self) -> bool:
+        """Dead, or killed and not yet reaped: never hand it another invocation."""
+        return self.state == "dead" or self._kill_reason is not None
+
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "init"

@@ -163,8 +163,8 @@ class FunctionPool:
 
     # -- scheduling --------------------------------------------------------------------
     def _acquire(self) -> Environment:
-        for env in [e for e in self.environments if e.state == "dead" and e not in self._leased]:
-            self._discard(env)  # died while idle (e.g. killed from outside)
+        for env in [e for e in self.environments if e.doomed and e not in self._leased]:
+            self._discard(env)  # died or was killed while idle (e.g. from outside)
         free = [env for env in self.environments
                 if env.state == "idle" and env not in self._leased]
         if free:
@@ -178,7 +178,7 @@ class FunctionPool:
 
     def _release(self, env: Environment) -> None:
         self._leased.discard(env)
-        if env.state == "dead":
+        if env.doomed:  # e.g. killed after an oversized response, exit not yet seen
             self._discard(env)
 
     def _new_environment(self, init_type: str) -> Environment:

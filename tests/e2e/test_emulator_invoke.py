@@ -132,12 +132,17 @@ def test_request_too_large(client: Any) -> None:
         client.invoke(FunctionName="Echo", Payload=json.dumps({"x": "y" * 6_300_000}))
 
 
-def test_response_too_large(client: Any) -> None:
-    response = client.invoke(FunctionName="Big", Payload=json.dumps({"bytes": 6_300_000}))
-    assert response["FunctionError"] == "Unhandled"
-    assert payload(response)["errorType"] == "Function.ResponseSizeTooLarge"
-    ok = client.invoke(FunctionName="Big", Payload=json.dumps({"bytes": 10}))
-    assert payload(ok) == "x" * 10
+def test_response_too_large(client: Any, emu: Emulator) -> None:
+    # The next request is sent at once: it must never reach the environment that was
+    # killed for the oversized response but whose exit the emulator has not yet seen.
+    for _ in range(3):
+        response = client.invoke(FunctionName="Big", Payload=json.dumps({"bytes": 6_300_000}))
+        assert response["FunctionError"] == "Unhandled"
+        assert payload(response)["errorType"] == "Function.ResponseSizeTooLarge"
+        ok = client.invoke(FunctionName="Big", Payload=json.dumps({"bytes": 10}))
+        assert payload(ok) == "x" * 10
+        failed, served = emu.records("Big")[-2:]
+        assert served.cold and served.environment_id != failed.environment_id
 
 
 def test_client_context_reaches_the_handler(client: Any) -> None:
