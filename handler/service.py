@@ -57,14 +57,13 @@ class Service:
         self.state.requests_served += 1
         source = sources.detect(event)
         request: Request | None = None
-        fields: dict[str, Any] = {"source": source.name}
+        error_type: str | None = None
         try:
             request = source.to_request(event)
-            fields.update(method=request.method, path=request.path)
             response = self._dispatch(request, context, timer)
         except OnnxLambdaError as exc:
             response = self._error(exc, request_id)
-            fields["errorType"] = exc.type
+            error_type = exc.type
         except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
             import traceback  # rare path: keep its import off the cold start
 
@@ -72,13 +71,16 @@ class Service:
                                error=repr(exc), traceback=traceback.format_exc())
             response = self._error(OnnxLambdaError("internal error; see the function's logs"),
                                    request_id)
-            fields["errorType"] = "InternalError"
-        if request is not None and request.received_epoch_ms:
-            queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
-            # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or sample
-            # event's, not this request's: no queue figure rather than an absurd one.
-            if queue <= MAX_QUEUE_MS:
-                timer.durations["queue"] = max(queue, 0.0)  # small clock skew reads negative
+            error_type = "InternalError"
+        method = path = None
+        if request is not None:
+            method, path = request.method, request.path
+            if request.received_epoch_ms:
+                queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
+                # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or
+                # sample event's, not this request's: no queue figure rather than an absurd one.
+                if queue <= MAX_QUEUE_MS:
+                    timer.durations["queue"] = max(queue, 0.0)  # clock skew can read negative
         if not (request and request.raw_response):
             response = self._fit(response, request_id)
         timer.mark("encode")
@@ -88,8 +90,9 @@ class Service:
             durations.update(self.init_durations)
         response.headers["server-timing"] = server_timing(durations, cold)
         response.headers["x-request-id"] = request_id
-        fields["status"] = response.status
-        self.telemetry.request(durations, request_id=request_id, cold=cold, fields=fields)
+        self.telemetry.request(durations, request_id=request_id, cold=cold, source=source.name,
+                               method=method, path=path, status=response.status,
+                               error_type=error_type)
         return source.to_response(response, event)
 
     # -- routing -------------------------------------------------------------------------

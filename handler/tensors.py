@@ -14,15 +14,17 @@ from handler.errors import InvalidInputError
 from handler.model import TensorSpec
 
 
-def from_json(inputs: Any, specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]:
+def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarray]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
-    specs = tuple(specs)
     if isinstance(inputs, list):
         if len(specs) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        inputs = {specs[0].name: inputs}
+        spec = specs[0]  # the common case: one array, nothing to match up
+        array = _coerce(_array(inputs, spec), spec)
+        _check_shape(array, spec, {})
+        return {spec.name: array}
     if not isinstance(inputs, Mapping):
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
     by_name = {s.name: s for s in specs}
@@ -31,15 +33,20 @@ def from_json(inputs: Any, specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]
         spec = by_name.get(name)
         if spec is None:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
-        try:
-            array = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
-        except (ValueError, TypeError):
-            raise InvalidInputError(f"input {name!r}: not a rectangular array (ragged nested "
-                                    f"lists?); expected {spec.describe()}") from None
-        if spec.dtype.kind in "iu" and array.dtype.kind in "fO":
-            array = _exact_integers(value, array, spec)
-        arrays[name] = array
+        arrays[name] = _array(value, spec)
     return check(arrays, specs)
+
+
+def _array(value: Any, spec: TensorSpec) -> np.ndarray:
+    """JSON nested lists → an array of numpy's inferred dtype (checked by ``_coerce``)."""
+    try:
+        array = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
+    except (ValueError, TypeError):
+        raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged nested "
+                                f"lists?); expected {spec.describe()}") from None
+    if array.dtype.kind in "fO" and spec.dtype.kind in "iu":
+        return _exact_integers(value, array, spec)
+    return array
 
 
 def _exact_integers(value: Any, inferred: np.ndarray, spec: TensorSpec) -> np.ndarray:
@@ -77,6 +84,8 @@ def check(arrays: Mapping[str, np.ndarray], specs: Iterable[TensorSpec]) -> dict
 
 def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
     kind, want = array.dtype.kind, spec.dtype
+    if kind == "f" and want.kind == "f":  # JSON numbers for a float input: the hot path
+        return array.astype(want, copy=False)
     if array.size == 0:  # JSON's [] carries no dtype: any empty array fits
         return array.astype(want, copy=False)
     if spec.datatype == "BYTES":
@@ -86,7 +95,7 @@ def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
         if kind == "b":
             return array
     elif want.kind == "f":
-        if kind in "iuf":
+        if kind in "iu":
             return array.astype(want, copy=False)
     elif want.kind in "iu" and kind in "iuf":
         # Only where no value changes: 3.0 → 3 is fine, 3.5 or an out-of-range value is not.
@@ -106,11 +115,13 @@ def _check_shape(array: np.ndarray, spec: TensorSpec,
     if array.ndim != len(spec.shape):
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
                                 f"({spec.describe()}), got shape {list(array.shape)}")
-    for axis, (dim, want) in enumerate(zip(array.shape, spec.shape, strict=True)):
-        if isinstance(want, int) and want >= 0 and dim != want:
-            raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got shape "
-                                    f"{list(array.shape)} (axis {axis} must be {want})")
-        if isinstance(want, str) and want:
+    for axis, want in enumerate(spec.shape):
+        dim = array.shape[axis]
+        if want.__class__ is int:
+            if dim != want and want >= 0:
+                raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
+                                        f"shape {list(array.shape)} (axis {axis} must be {want})")
+        elif want:  # a named dynamic dimension: equal wherever the name appears
             seen = symbols.setdefault(want, (dim, spec.name))
             if seen[0] != dim:
                 raise InvalidInputError(

@@ -16,7 +16,8 @@ def emit(cold: bool, metrics: bool = True) -> dict:
                           stream=stream)
     durations = {"decode": 0.01, "inference": 0.2, "encode": 0.02, "total": 0.3,
                  "model-load": 12.0, "init": 80.0, "imports": 50.0}
-    telemetry.request(durations, request_id="r", cold=cold, fields={"status": 200})
+    telemetry.request(durations, request_id="r", cold=cold, source="http-api", method="POST",
+                      path="/predict", status=200)
     (line,) = stream.getvalue().splitlines()
     return json.loads(line)
 
@@ -68,6 +69,27 @@ def test_line_is_valid_json_with_nothing_to_report() -> None:
     for metrics in (True, False):
         stream = io.StringIO()
         Telemetry(namespace="N", function_name='quo"te', metrics=metrics, level="info",
-                  stream=stream).request({}, request_id="r", cold=False, fields={})
+                  stream=stream).request({}, request_id="r", cold=False, source="direct",
+                                         method=None, path=None, status=400,
+                                         error_type="BadRequest")
         record = json.loads(stream.getvalue())
         assert record["requestId"] == "r" and record["functionName"] == 'quo"te'
+        assert record["path"] is None and record["errorType"] == "BadRequest"
+
+
+def test_names_and_values_with_percent_signs_and_quotes_stay_valid_json() -> None:
+    stream = io.StringIO()
+    telemetry = Telemetry(namespace="N%s", function_name='f%d"n', metrics=True, level="info",
+                          stream=stream)
+    for cold in (True, False, False):  # the second warm line reuses the rendered template
+        telemetry.request({"decode": 0.5, "cache": 1.0, "total": 2.0}, request_id='r"%d',
+                          cold=cold, source="http-api", method="GET", path='/p"%s',
+                          status=404)
+    records = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [r["coldStart"] for r in records] == [True, False, False]
+    for record in records:
+        assert record["functionName"] == record["FunctionName"] == 'f%d"n'
+        assert record["requestId"] == 'r"%d' and record["path"] == '/p"%s'
+        assert record["status"] == 404 and record["errorType"] is None
+        assert record["Decode"] == 0.5 and record["Latency"] == 2.0 and "cache" not in record
+        assert record["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "N%s"
