@@ -112,9 +112,12 @@ def overhead(subject: Subject, opts: Options, warm_ms: float | None = None) -> d
                               "ONNX_LAMBDA_LOG_LEVEL": "warning"}).stdout
     runs = json.loads(out.strip().splitlines()[-1])
     run_us, handler_us = summary(runs["session.run"]), summary(runs["handler"])
+    quiet_us = summary(runs["no-telemetry"])
     return {"iterations": count, "session.run_us": run_us, "handler_us": handler_us,
+            "no_telemetry_us": quiet_us,
             "overhead_p50_us": handler_us["p50"] - run_us["p50"],
-            "overhead_p99_us": handler_us["p99"] - run_us["p99"]}
+            "overhead_p99_us": handler_us["p99"] - run_us["p99"],
+            "no_telemetry_overhead_p50_us": quiet_us["p50"] - run_us["p50"]}
 
 
 def strategies(emulated: dict[str, Any], memory_mb: int) -> dict[str, Any]:

@@ -95,6 +95,10 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
 
     service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}))
     service.telemetry.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the run)
+    # The same handler without the per-request log/EMF line: what that line costs.
+    quiet = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model),
+                                      "ONNX_LAMBDA_METRICS": "false",
+                                      "ONNX_LAMBDA_LOG_LEVEL": "warning"}))
     example = service.example_inputs()
     feeds = service.pipeline.preprocess(example, {})
     event = {"version": "2.0", "rawPath": "/predict", "headers": {
@@ -121,10 +125,11 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
             samples.append((time.perf_counter_ns() - started) / 1e3)
         return samples
 
-    results: dict[str, list[float]] = {"session.run": [], "handler": []}
+    results: dict[str, list[float]] = {"session.run": [], "handler": [], "no-telemetry": []}
     for _ in range(blocks):
         results["session.run"] += timed(lambda: session.run(names, feeds))
         results["handler"] += timed(lambda: service(event, ctx))
+        results["no-telemetry"] += timed(lambda: quiet(event, ctx))
     return results
 
 
@@ -218,12 +223,14 @@ def report(model: Path, repeat: int, iterations: int) -> str:
         f = percentile([r[key] for r in cold_runs["floor"]], 50)
         o = percentile([r[key] for r in cold_runs["onnx-lambda"]], 50)
         lines.append(f"| {label} | {f:.2f} | {o:.2f} | {o / f:.2f}× |")
-    run, full = warm_runs["session.run"], warm_runs["handler"]
+    run, full, quiet = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry"))
     lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
-    for label, samples in (("bare session.run", run), ("handler(event, ctx)", full)):
+    for label, samples in (("bare session.run", run), ("handler(event, ctx)", full),
+                           ("handler, metrics and request log off", quiet)):
         lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
-    lines.append(f"| handler overhead | {percentile(full, 50) - percentile(run, 50):.1f} | "
-                 f"{percentile(full, 99) - percentile(run, 99):.1f} |")
+    for label, samples in (("handler overhead", full), ("overhead without the log line", quiet)):
+        lines.append(f"| {label} | {percentile(samples, 50) - percentile(run, 50):.1f} | "
+                     f"{percentile(samples, 99) - percentile(run, 99):.1f} |")
     return "\n".join([*lines, "", session_options(model, iterations), "",
                       powertools_import(repeat)])
 

@@ -109,6 +109,10 @@ def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
             ["`handler.app.handler(event, ctx)`", fmt(full["p50"]), fmt(full["p99"])],
             ["handler overhead", fmt(overhead["overhead_p50_us"]),
              fmt(overhead["overhead_p99_us"])]]
+    quiet = overhead["no_telemetry_us"]  # the same handler without its per-request log line
+    rows[2:2] = [["handler, metrics and request log off", fmt(quiet["p50"]), fmt(quiet["p99"])]]
+    rows.append(["overhead without the log line",
+                 fmt(overhead["no_telemetry_overhead_p50_us"]), "–"])
     count = overhead.get("iterations")
     calls = f"{count:,} calls per side, " if count else ""
     return [f"In process, same input, same process, alternating blocks ({calls}µs per call):",
