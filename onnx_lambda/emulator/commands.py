@@ -85,7 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from onnx_lambda.emulator.intrinsics import TemplateError
-    from onnx_lambda.emulator.server import Emulator, serve_until_stopped
+    from onnx_lambda.emulator.server import Emulator, new_event_loop, serve_until_stopped
 
     try:
         emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
@@ -100,7 +100,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"READY {emulator.url}", flush=True)
 
     try:
-        asyncio.run(serve_until_stopped(emulator, ready))
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            runner.run(serve_until_stopped(emulator, ready))
     except OSError as error:  # e.g. the port is taken
         return _fail("serve", error)
     return 0
@@ -111,7 +112,7 @@ def _invoke(args: argparse.Namespace) -> int:
 
     from onnx_lambda.emulator.intrinsics import TemplateError
     from onnx_lambda.emulator.invoke_api import ServiceError
-    from onnx_lambda.emulator.server import Emulator
+    from onnx_lambda.emulator.server import Emulator, new_event_loop
 
     if args.event == "-":
         payload = sys.stdin.buffer.read()
@@ -132,7 +133,8 @@ def _invoke(args: argparse.Namespace) -> int:
             await emulator.stop()
 
     try:
-        result = asyncio.run(once())
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            result = runner.run(once())
     except ServiceError as error:
         return _fail("invoke", error)
     sys.stdout.buffer.write(result.payload + b"\n")

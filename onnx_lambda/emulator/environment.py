@@ -29,10 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiohttp import web
-
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
-from onnx_lambda.emulator.runtime_api import runtime_app
+from onnx_lambda.emulator.runtime_api import RuntimeApiServer
 from onnx_lambda.emulator.template import FunctionSpec
 
 REGION = "us-east-1"
@@ -146,7 +144,7 @@ class Environment:
         self._partial = b""
         self._rss: PeakRss | None = None
         self._polls = 0
-        self._runner: web.AppRunner | None = None
+        self._api: RuntimeApiServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.exited = asyncio.Event()
@@ -164,12 +162,8 @@ class Environment:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "init"
-        self._runner = web.AppRunner(runtime_app(self), access_log=None,
-                                     handler_cancellation=True, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
+        self._api = RuntimeApiServer(self)
+        port = await self._api.start()
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
                                  runtime_api=f"127.0.0.1:{port}",
                                  overrides=self._env_overrides)
@@ -224,9 +218,9 @@ class Environment:
         self.kill("shutdown")
         if self._proc is not None:
             await self.exited.wait()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._api is not None:
+            await self._api.close()
+            self._api = None
 
     # -- invocations -------------------------------------------------------------------
     async def invoke(self, invocation: Invocation) -> Outcome:

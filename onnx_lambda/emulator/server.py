@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import uvloop
 from aiohttp import web
 
 from onnx_lambda.emulator.http_front import READ_LIMIT_BYTES, api_handler, function_url_handler
@@ -152,7 +153,7 @@ class Emulator:
     @contextmanager
     def running(self) -> Iterator[Emulator]:
         """Run the emulator in a background thread for the duration of the block."""
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="onnx-lambda-emulator",
                                   daemon=True)
         thread.start()
@@ -170,6 +171,12 @@ class Emulator:
         """Run ``coro`` (e.g. ``emu.invoke(...)``) on the emulator's loop from another thread."""
         assert self._loop is not None, "not running"
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """The emulator's event loop: uvloop (libuv) roughly halves the CPU of each socket
+    exchange compared with asyncio's selector loop, and a warm invocation makes three."""
+    return uvloop.new_event_loop()
 
 
 async def _cancel_others() -> None:
