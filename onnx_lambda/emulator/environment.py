@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from onnx_lambda.emulator.http11 import HttpServer
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
-from onnx_lambda.emulator.runtime_api import RuntimeApiServer
+from onnx_lambda.emulator.runtime_api import runtime_api_server
 from onnx_lambda.emulator.template import FunctionSpec
 
 REGION = "us-east-1"
@@ -144,7 +145,7 @@ class Environment:
         self._partial = b""
         self._rss: PeakRss | None = None
         self._polls = 0
-        self._api: RuntimeApiServer | None = None
+        self._api: HttpServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.exited = asyncio.Event()
@@ -162,8 +163,8 @@ class Environment:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "init"
-        self._api = RuntimeApiServer(self)
-        port = await self._api.start()
+        self._api = runtime_api_server(self)
+        port = await self._api.start("127.0.0.1", 0)
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
                                  runtime_api=f"127.0.0.1:{port}",
                                  overrides=self._env_overrides)

@@ -15,9 +15,8 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from aiohttp import web
-
 from onnx_lambda.emulator import apigw
+from onnx_lambda.emulator.http11 import Request, Response
 from onnx_lambda.emulator.pool import InvokeResult, Throttled
 from onnx_lambda.emulator.template import RouteSpec
 
@@ -75,23 +74,18 @@ def match(routes: list[CompiledRoute], method: str, path: str,
     return None
 
 
-async def _read(request: web.Request) -> apigw.HttpRequest:
-    peer = request.transport.get_extra_info("peername") if request.transport else None
+def _read(request: Request) -> apigw.HttpRequest:
     return apigw.HttpRequest(
-        method=request.method, path=request.path,
-        raw_query=request.raw_path.partition("?")[2],
-        headers=list(request.headers.items()), body=await request.read(),
-        source_ip=peer[0] if peer else "127.0.0.1",
-        protocol=f"HTTP/{request.version.major}.{request.version.minor}")
+        method=request.method, path=request.path, raw_query=request.raw_query,
+        headers=request.headers, body=request.body, source_ip=request.peer,
+        protocol=f"HTTP/{request.version}")
 
 
-def _send(response: apigw.HttpResponse, extra: dict[str, str]) -> web.Response:
-    out = web.Response(status=response.status, body=response.body)
-    for name, value in response.headers:
-        out.headers.add(name, value)
-    for name, value in extra.items():
-        out.headers.setdefault(name, value)
-    return out
+def _send(response: apigw.HttpResponse, extra: tuple[str, str] | None = None) -> Response:
+    headers = list(response.headers)
+    if extra is not None and all(name.lower() != extra[0].lower() for name, _ in headers):
+        headers.append(extra)
+    return Response(response.status, response.body, headers)
 
 
 async def _call(invoke: Invoker, function: str, event: dict[str, object], version: str,
@@ -111,18 +105,18 @@ async def _call(invoke: Invoker, function: str, event: dict[str, object], versio
 
 
 def api_handler(routes: list[RouteSpec], invoke: Invoker,
-                ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """The aiohttp handler serving every route of the template's APIs."""
+                ) -> Callable[[Request], Awaitable[Response]]:
+    """The handler serving every route of the template's APIs."""
     compiled = sorted((compile_route(r) for r in routes), key=lambda r: r.rank)
 
-    async def handle(request: web.Request) -> web.Response:
+    async def handle(request: Request) -> Response:
         found = match(compiled, request.method, request.path)
         if found is None:
-            return _send(apigw.gateway_error("2.0", 404), {})
+            return _send(apigw.gateway_error("2.0", 404))
         route, params = found
         spec = route.spec
-        req = await _read(request)
-        domain = request.host or "localhost"
+        req = _read(request)
+        domain = request.header("Host") or "localhost"
         version = spec.payload_version
         if version == "1.0":
             event = apigw.rest_api_event(
@@ -136,24 +130,24 @@ def api_handler(routes: list[RouteSpec], invoke: Invoker,
                                          api_id="local", path_parameters=params, domain=domain)
         if spec.kind == "rest":
             response = await _call(invoke, spec.function, event, version, REST_API_TIMEOUT_S)
-            return _send(response, {"x-amzn-RequestId": req.request_id})
+            return _send(response, ("x-amzn-RequestId", req.request_id))
         response = await _call(invoke, spec.function, event, version, HTTP_API_TIMEOUT_S)
-        return _send(response, {"apigw-requestid": req.request_id})
+        return _send(response, ("apigw-requestid", req.request_id))
 
     return handle
 
 
 def function_url_handler(function: str, invoke: Invoker,
-                         ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """The aiohttp handler of one function's URL (every path, payload 2.0)."""
+                         ) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of one function's URL (every path, payload 2.0)."""
     domain = apigw.function_url_domain(function)
 
-    async def handle(request: web.Request) -> web.Response:
-        req = await _read(request)
+    async def handle(request: Request) -> Response:
+        req = _read(request)
         event = apigw.http_api_event(req, route_key="$default", stage="$default",
                                      api_id=domain.split(".")[0], path_parameters=None,
                                      domain=domain, account_id="anonymous")
         response = await _call(invoke, function, event, "2.0", 900.0)
-        return _send(response, {"x-amzn-RequestId": req.request_id})
+        return _send(response, ("x-amzn-RequestId", req.request_id))
 
     return handle

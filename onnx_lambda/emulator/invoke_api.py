@@ -18,14 +18,15 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-
-from aiohttp import web
+from urllib.parse import parse_qs
 
 from onnx_lambda.emulator.environment import function_arn
+from onnx_lambda.emulator.http11 import Request, Response, json_response
 from onnx_lambda.emulator.pool import FunctionPool, Throttled
 from onnx_lambda.emulator.report import log_tail
 
 PATH = "/2015-03-31/functions/{name}/invocations"
+_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")
 MAX_SYNC_BYTES = 6_291_456
 MAX_EVENT_BYTES = 1_048_576
 ALIAS_VERSION = "1"
@@ -45,10 +46,16 @@ class ServiceError(Exception):
         super().__init__(message)
         self.status, self.error_type, self.message, self.extra = status, error_type, message, extra
 
-    def response(self, request_id: str) -> web.Response:
+    def response(self, request_id: str) -> Response:
         body = {"Type": "User", "message": self.message, **self.extra}
-        return web.json_response(body, status=self.status, headers={
-            "x-amzn-ErrorType": self.error_type, "x-amzn-RequestId": request_id})
+        return json_response(body, self.status, [
+            ("x-amzn-ErrorType", self.error_type), ("x-amzn-RequestId", request_id)])
+
+
+def invoked_function(request: Request) -> str | None:
+    """The ``FunctionName`` of an Invoke API request, or None for any other request."""
+    found = _PATH.fullmatch(request.path) if request.method == "POST" else None
+    return found.group(1) if found else None
 
 
 def resolve_target(pools: dict[str, FunctionPool], function_name: str,
@@ -71,22 +78,24 @@ def resolve_target(pools: dict[str, FunctionPool], function_name: str,
 
 
 def invoke_handler(pools: dict[str, FunctionPool],
-                   ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    async def handle(request: web.Request) -> web.Response:
+                   ) -> Callable[[Request, str], Awaitable[Response]]:
+    """The handler of ``POST PATH`` (the function name comes from :func:`invoked_function`)."""
+
+    async def handle(request: Request, function_name: str) -> Response:
         request_id = str(uuid.uuid4())
         try:
-            return await _invoke(request, request_id)
+            return await _invoke(request, function_name, request_id)
         except ServiceError as error:
             return error.response(request_id)
 
-    async def _invoke(request: web.Request, request_id: str) -> web.Response:
-        target = resolve_target(pools, request.match_info["name"],
-                                request.query.get("Qualifier"))
-        kind = request.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+    async def _invoke(request: Request, function_name: str, request_id: str) -> Response:
+        qualifier = parse_qs(request.raw_query).get("Qualifier") if request.raw_query else None
+        target = resolve_target(pools, function_name, qualifier[0] if qualifier else None)
+        kind = request.header("X-Amz-Invocation-Type", "RequestResponse")
         if kind not in ("RequestResponse", "Event", "DryRun"):
             raise ServiceError(400, "InvalidParameterValueException",
                                f"Unsupported invocation type: {kind}")
-        payload = await request.read() or b"{}"
+        payload = request.body or b"{}"
         limit = MAX_EVENT_BYTES if kind == "Event" else MAX_SYNC_BYTES
         if len(payload) > limit:
             raise ServiceError(413, "RequestTooLargeException",
@@ -97,14 +106,14 @@ def invoke_handler(pools: dict[str, FunctionPool],
         except ValueError as exc:
             raise ServiceError(400, "InvalidRequestContentException",
                                "Could not parse request body into json") from exc
-        headers = {"x-amzn-RequestId": request_id, "X-Amz-Executed-Version": target.version}
+        headers = [("x-amzn-RequestId", request_id), ("X-Amz-Executed-Version", target.version)]
         if kind == "DryRun":
-            return web.Response(status=204, headers=headers)
+            return Response(204, b"", headers)
         if kind == "Event":
             target.pool.invoke_event(payload, qualifier=target.qualifier,
                                      version=target.version)
-            return web.Response(status=202, headers=headers)
-        client_context = request.headers.get("X-Amz-Client-Context")
+            return Response(202, b"", headers)
+        client_context = request.header("X-Amz-Client-Context")
         try:
             result = await target.pool.invoke(payload, qualifier=target.qualifier,
                                               version=target.version,
@@ -113,12 +122,12 @@ def invoke_handler(pools: dict[str, FunctionPool],
             raise ServiceError(429, "TooManyRequestsException", "Rate Exceeded.",
                                Reason="ReservedFunctionConcurrentInvocationLimitExceeded",
                                ) from exc
-        headers["Content-Type"] = "application/json"
+        headers.append(("Content-Type", "application/json"))
         if result.error_type is not None:
-            headers["X-Amz-Function-Error"] = "Unhandled"
-        if request.headers.get("X-Amz-Log-Type") == "Tail":
-            headers["X-Amz-Log-Result"] = log_tail(result.record, result.log)
-        return web.Response(status=200, body=result.payload, headers=headers)
+            headers.append(("X-Amz-Function-Error", "Unhandled"))
+        if request.header("X-Amz-Log-Type") == "Tail":
+            headers.append(("X-Amz-Log-Result", log_tail(result.record, result.log)))
+        return Response(200, result.payload, headers)
 
     return handle
 

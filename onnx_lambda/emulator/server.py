@@ -1,7 +1,7 @@
 """The emulator as one object: template -> pools of environments -> HTTP fronts.
 
 :class:`Emulator` owns one :class:`~.pool.FunctionPool` per function of the template and one
-aiohttp server that carries both the template's API routes and the Lambda Invoke API
+HTTP server (:mod:`.http11`) that carries both the template's API routes and the Lambda Invoke API
 (Function URLs get a port each). Use it from asyncio (``await emu.start()`` /
 ``await emu.invoke(...)`` / ``await emu.stop()``) or from synchronous code with
 ``with emu.running(): ...``, which runs the event loop in a background thread.
@@ -15,16 +15,16 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import uvloop
-from aiohttp import web
 
+from onnx_lambda.emulator.http11 import Handler, HttpServer, Request, Response
 from onnx_lambda.emulator.http_front import READ_LIMIT_BYTES, api_handler, function_url_handler
-from onnx_lambda.emulator.invoke_api import PATH, invoke_handler, resolve_target
+from onnx_lambda.emulator.invoke_api import PATH, invoke_handler, invoked_function, resolve_target
 from onnx_lambda.emulator.limits import CpuLimiter
 from onnx_lambda.emulator.pool import FunctionPool, InvokeResult, PoolConfig
 from onnx_lambda.emulator.report import InvocationRecord
@@ -64,7 +64,7 @@ class Emulator:
         self._cpu_mode = cpu_limit
         self.pools: dict[str, FunctionPool] = {}
         self.function_urls: dict[str, str] = {}
-        self._runners: list[web.AppRunner] = []
+        self._servers: list[HttpServer] = []
         self._cpu: CpuLimiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -84,25 +84,27 @@ class Emulator:
             limit = spec.reserved if spec.reserved is not None else config.concurrency
             config = dataclasses.replace(config, concurrency=limit)
             self.pools[name] = FunctionPool(spec, config, self._cpu, self._log)
-        app = web.Application(client_max_size=READ_LIMIT_BYTES)
-        app.router.add_post(PATH, invoke_handler(self.pools))
-        app.router.add_route("*", "/{tail:.*}", api_handler(self.routes, self._invoke_alias))
-        requested, self.port = self.port, await self._listen(app, self.port)
+        invoke = invoke_handler(self.pools)
+        api = api_handler(self.routes, self._invoke_alias)
+
+        def front(request: Request) -> Awaitable[Response]:
+            function = invoked_function(request)
+            return api(request) if function is None else invoke(request, function)
+
+        requested, self.port = self.port, await self._listen(front, self.port)
         for index, (name, spec) in enumerate(self.functions.items()):
             if spec.function_url:
-                url_app = web.Application(client_max_size=READ_LIMIT_BYTES)
-                url_app.router.add_route(
-                    "*", "/{tail:.*}", function_url_handler(name, self._invoke_alias))
-                port = await self._listen(url_app, requested + 1 + index if requested else 0)
+                port = await self._listen(function_url_handler(name, self._invoke_alias),
+                                          requested + 1 + index if requested else 0)
                 self.function_urls[name] = f"http://{self.host}:{port}"
         await asyncio.gather(*(pool.start() for pool in self.pools.values()))
 
     async def stop(self) -> None:
         """Stop every environment (no process is left behind) and the servers."""
         await asyncio.gather(*(pool.stop() for pool in self.pools.values()))
-        for runner in self._runners:
-            await runner.cleanup()
-        self._runners.clear()
+        for server in self._servers:
+            await server.close()
+        self._servers.clear()
         if self._cpu is not None:
             self._cpu.close()
 
@@ -142,12 +144,11 @@ class Emulator:
         return await pool.invoke(payload, qualifier=pool.spec.alias,
                                  version="1" if pool.spec.alias else "$LATEST")
 
-    async def _listen(self, app: web.Application, port: int) -> int:
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        await web.TCPSite(runner, self.host, port).start()
-        self._runners.append(runner)
-        return int(runner.addresses[-1][1])
+    async def _listen(self, handler: Handler, port: int) -> int:
+        server = HttpServer(handler, max_body=READ_LIMIT_BYTES)
+        port = await server.start(self.host, port)
+        self._servers.append(server)
+        return port
 
     # -- synchronous API ---------------------------------------------------------------
     @contextmanager
