@@ -20,12 +20,12 @@ import binascii
 import fnmatch
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.environment import ACCOUNT_ID, REGION
 
 TEXT_TYPES = ("text/*", "application/json", "application/*+json", "application/xml",
@@ -41,7 +41,7 @@ class HttpRequest:
     body: bytes
     source_ip: str = "127.0.0.1"
     protocol: str = "HTTP/1.1"
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    request_id: str = field(default_factory=ids.request_id)
     epoch_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def header(self, name: str) -> str | None:
@@ -62,7 +62,7 @@ def _clf_time(epoch_ms: int) -> str:
 
 def _matches(content_type: str | None, patterns: tuple[str, ...]) -> bool:
     media = (content_type or "").split(";")[0].strip().lower()
-    return bool(media) and any(fnmatch.fnmatch(media, p.lower()) for p in patterns)
+    return bool(media) and any(fnmatch.fnmatchcase(media, p.lower()) for p in patterns)
 
 
 def _body(request: HttpRequest, as_binary: bool) -> tuple[str | None, bool]:

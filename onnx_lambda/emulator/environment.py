@@ -8,18 +8,21 @@ memory limit (polled peak RSS of the process tree) and an unexpected exit all en
 :meth:`Environment._on_exit`, which fails the current invocation with Lambda's error
 payload; a dead environment is never reused.
 
-The child's stdout/stderr go to a pipe read by the event loop; lines written during an
-invocation are attached to it (for ``LogType=Tail``). The pipe is drained before a result is
-accepted, so everything the handler printed before returning belongs to its invocation.
+The child's stdout/stderr go to a pipe (1 MB where the kernel allows) that the emulator
+drains when a result arrives, on every memory poll (20 ms) and at exit, rather than on every
+write: waking the emulator for each line the handler prints (an EMF metrics line per request
+is common) put a context switch in the middle of every warm invocation. Lines written
+during an invocation are attached to it (for ``LogType=Tail``); the drain before a result
+is accepted makes everything the handler printed before returning belong to its invocation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.http11 import HttpServer
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
 from onnx_lambda.emulator.runtime_api import runtime_api_server
@@ -43,6 +47,7 @@ PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SEC
                 "AWS_SESSION_TOKEN")
 PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 MEMORY_POLL_S = 0.02
+PIPE_BYTES = 1 << 20  # the default pipe-max-size
 PIDS_REFRESH_POLLS = 50
 
 
@@ -62,10 +67,8 @@ class Invocation:
     payload: bytes
     invoked_arn: str
     client_context: str | None = None
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    trace_id: str = field(default_factory=lambda: (
-        f"Root=1-{int(time.time()):08x}-{secrets.token_hex(12)};"
-        f"Parent={secrets.token_hex(8)};Sampled=0"))
+    request_id: str = field(default_factory=ids.request_id)
+    trace_id: str = field(default_factory=ids.trace_id)
     deadline_ms: int = 0
     delivered_at: float | None = None
     log: list[str] = field(default_factory=list)
@@ -193,8 +196,9 @@ class Environment:
         finally:
             os.close(write_fd)
         self._rss = PeakRss(self._proc.pid)
+        with contextlib.suppress(OSError):  # fewer stalls for a chatty handler
+            fcntl.fcntl(read_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._out_fd = read_fd
-        self._loop.add_reader(read_fd, self._on_output)
         self._pidfd = os.pidfd_open(self._proc.pid)
         self._loop.add_reader(self._pidfd, self._on_exit)
         self._poll_memory()
@@ -238,9 +242,9 @@ class Environment:
             self._cancel_timer()
             if self.state == "busy":
                 self.state = "idle"
-            # the process list is refreshed by the memory poll, off the invocation's path
-            if self._rss is not None:
-                self.max_memory_mb = max(self.max_memory_mb, self._rss.mb())
+            # off the response path: the peak this invocation reached shows in the next
+            # REPORT (and in this one through the poll, when it lasted a poll interval)
+            self._loop.call_soon(self._note_memory)
 
     # -- RuntimeSink (called by the Runtime API) -----------------------------------------
     async def next_invocation(self) -> Invocation:
@@ -282,18 +286,6 @@ class Environment:
         start = invocation.delivered_at or time.perf_counter()
         return (time.perf_counter() - start) * 1000.0
 
-    def _on_output(self) -> None:
-        try:
-            data = os.read(self._out_fd, 65536)
-        except BlockingIOError:
-            return
-        if not data:
-            self._loop.remove_reader(self._out_fd)
-            os.close(self._out_fd)
-            self._out_fd = -1
-            return
-        self._lines(data)
-
     def _drain(self) -> None:
         while self._out_fd >= 0:
             try:
@@ -316,9 +308,14 @@ class Environment:
         if self._proc is not None and self._rss is not None and self.state != "dead":
             self._rss.track(tree_pids(self._proc.pid))
 
+    def _note_memory(self) -> None:
+        if self._rss is not None and self.state != "dead":
+            self.max_memory_mb = max(self.max_memory_mb, self._rss.mb())
+
     def _poll_memory(self) -> None:
         if self.state == "dead":
             return
+        self._drain()
         if self.state in ("init", "busy"):
             self._polls += 1
             if self._polls % PIDS_REFRESH_POLLS == 0:
@@ -350,6 +347,8 @@ class Environment:
         self._drain()
         if self._partial:
             self._lines(b"\n")
+        os.close(self._out_fd)
+        self._out_fd = -1
         self.state = "dead"
         self._cpu.release(self.id)
         if self._rss is not None:

@@ -42,17 +42,22 @@ class Request:
     method: str
     path: str  # percent-decoded, without the query
     raw_query: str
-    headers: list[tuple[str, str]]  # as sent (names keep their case)
+    raw_headers: list[tuple[bytes, bytes]]  # as sent (names keep their case)
     body: bytes
     version: str  # "1.1"
     peer: str  # the client's IP address
 
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        return [(name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in self.raw_headers]
+
     def header(self, name: str, default: str | None = None) -> str | None:
         """The first value of header ``name`` (case-insensitive)."""
-        name = name.lower()
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
+        wanted = name.lower().encode("latin-1")
+        for key, value in self.raw_headers:
+            if key.lower() == wanted:
+                return value.decode("latin-1")
         return default
 
 
@@ -120,7 +125,7 @@ class _Connection(asyncio.Protocol):
         self._ready: collections.deque[tuple[Request | None, bool]] = collections.deque()
         self._task: asyncio.Task[None] | None = None  # the handler being awaited
         self._url = b""
-        self._headers: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._size = 0
 
@@ -165,9 +170,9 @@ class _Connection(asyncio.Protocol):
         self._url += url  # may arrive in pieces
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.decode("latin-1"), value.decode("latin-1")))
-        if (name.lower() == b"expect" and value.lower() == b"100-continue"
-                and self._transport is not None):
+        self._headers.append((name, value))
+        if (len(name) == 6 and name.lower() == b"expect"  # length first: the common case
+                and value.lower() == b"100-continue" and self._transport is not None):
             self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
@@ -185,7 +190,7 @@ class _Connection(asyncio.Protocol):
         self._ready.append((Request(
             method=self._parser.get_method().decode("latin-1"),
             path=unquote(path) if "%" in path else path,
-            raw_query=query.decode("latin-1"), headers=self._headers,
+            raw_query=query.decode("latin-1"), raw_headers=self._headers,
             body=b"".join(self._body), version=self._parser.get_http_version(),
             peer=self._peer), keep_alive))
 
@@ -203,7 +208,8 @@ class _Connection(asyncio.Protocol):
             if isinstance(result, Response):
                 self._write(result, keep_alive)
             else:
-                self._task = asyncio.ensure_future(self._await(result, keep_alive))
+                self._task = asyncio.get_running_loop().create_task(
+                    self._await(result, keep_alive))
 
     async def _await(self, result: Awaitable[Response], keep_alive: bool) -> None:
         try:

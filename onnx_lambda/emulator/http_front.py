@@ -88,13 +88,32 @@ def _send(response: apigw.HttpResponse, extra: tuple[str, str] | None = None) ->
     return Response(response.status, response.body, headers)
 
 
+async def _outlive(invocation: Awaitable[InvokeResult], timeout_s: float) -> InvokeResult:
+    """The invocation's result, or TimeoutError after ``timeout_s``. The invocation runs to
+    its end either way (also when the client goes away), as behind API Gateway. Cheaper
+    than ``wait_for(shield(...))``, which costs two more event-loop rounds per request."""
+    task = asyncio.ensure_future(invocation)
+    settled = asyncio.get_running_loop().create_future()
+
+    def done(_task: asyncio.Future[InvokeResult]) -> None:
+        if not settled.done():
+            settled.set_result(None)
+        elif not task.cancelled():
+            task.exception()  # nobody waits any more: retrieved, not reported as lost
+
+    task.add_done_callback(done)
+    async with asyncio.timeout(timeout_s):
+        await settled
+    return task.result()
+
+
 async def _call(invoke: Invoker, function: str, event: dict[str, object], version: str,
                 timeout_s: float) -> apigw.HttpResponse:
     payload = json.dumps(event).encode()
     if len(payload) > MAX_REQUEST_BYTES:
         return apigw.gateway_error(version, 413)
     try:
-        result = await asyncio.wait_for(asyncio.shield(invoke(function, payload)), timeout_s)
+        result = await _outlive(invoke(function, payload), timeout_s)
     except Throttled:
         return apigw.gateway_error(version, 500)
     except TimeoutError:

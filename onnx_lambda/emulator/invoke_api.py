@@ -15,11 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.environment import function_arn
 from onnx_lambda.emulator.http11 import Request, Response, json_response
 from onnx_lambda.emulator.pool import FunctionPool, Throttled
@@ -82,7 +82,7 @@ def invoke_handler(pools: dict[str, FunctionPool],
     """The handler of ``POST PATH`` (the function name comes from :func:`invoked_function`)."""
 
     async def handle(request: Request, function_name: str) -> Response:
-        request_id = str(uuid.uuid4())
+        request_id = ids.request_id()
         try:
             return await _invoke(request, function_name, request_id)
         except ServiceError as error:

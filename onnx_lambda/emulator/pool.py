@@ -75,6 +75,7 @@ class FunctionPool:
         self._closing: set[asyncio.Task[object]] = set()  # environments being closed
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
+        self._limits: tuple[str, str] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -96,9 +97,11 @@ class FunctionPool:
         return len(self._leased)
 
     def describe_limits(self) -> tuple[str, str]:
-        memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
-                  else "off")
-        return self._cpu.describe(self.spec.memory_mb), memory
+        if self._limits is None:  # fixed for the pool's life; read by every REPORT
+            memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
+                      else "off")
+            self._limits = self._cpu.describe(self.spec.memory_mb), memory
+        return self._limits
 
     # -- invocations -------------------------------------------------------------------
     async def invoke(self, payload: bytes, *, qualifier: str | None = None,
@@ -156,10 +159,13 @@ class FunctionPool:
             if self.config.enforce_memory else round(env.max_memory_mb),
             error_type=outcome.error_type, cpu_limit=cpu, memory_limit=memory)
         self.records.append(record)
-        self._emit(record.end_line())
-        self._emit(record.report_line())
+        asyncio.get_running_loop().call_soon(self._emit_end, record)  # after the response
         return InvokeResult(outcome.payload, outcome.error_type, record,
                             "\n".join(invocation.log))
+
+    def _emit_end(self, record: InvocationRecord) -> None:
+        self._emit(record.end_line())
+        self._emit(record.report_line())
 
     # -- scheduling --------------------------------------------------------------------
     def _acquire(self) -> Environment:
