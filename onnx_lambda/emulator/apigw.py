@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import fnmatch
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -60,6 +61,7 @@ def _clf_time(epoch_ms: int) -> str:
     return time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(epoch_ms / 1000))
 
 
+@functools.lru_cache(maxsize=256)  # a handful of distinct content types; once per request
 def _matches(content_type: str | None, patterns: tuple[str, ...]) -> bool:
     media = (content_type or "").split(";")[0].strip().lower()
     return bool(media) and any(fnmatch.fnmatchcase(media, p.lower()) for p in patterns)
@@ -96,11 +98,12 @@ def http_api_event(request: HttpRequest, *, route_key: str, stage: str, api_id: 
     headers.setdefault("x-forwarded-for", request.source_ip)
     headers.setdefault("x-forwarded-proto", "http")
     query: dict[str, str] = {}
-    for key, value in _query(request.raw_query):
+    for key, value in _query(request.raw_query) if request.raw_query else ():
         query[key] = f"{query[key]},{value}" if key in query else value
     # HTTP APIs pass text bodies as text and base64-encode everything else
-    body, encoded = _body(request, not _matches(request.header("content-type"), TEXT_TYPES)
-                          and request.header("content-type") is not None)
+    content_type = headers.get("content-type")
+    body, encoded = _body(request, content_type is not None
+                          and not _matches(content_type, TEXT_TYPES))
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
@@ -122,7 +125,7 @@ def http_api_event(request: HttpRequest, *, route_key: str, stage: str, api_id: 
             "path": request.path,
             "protocol": request.protocol,
             "sourceIp": request.source_ip,
-            "userAgent": request.header("user-agent") or "",
+            "userAgent": headers.get("user-agent", ""),
         },
         "requestId": request.request_id,
         "routeKey": route_key,

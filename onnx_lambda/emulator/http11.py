@@ -32,9 +32,11 @@ from urllib.parse import unquote
 
 import httptools
 
-_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
-# set by this server, never copied from a handler's headers
-_OWN_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "date"})
+_STATUS_LINES = {status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode())
+                 for status in HTTPStatus}
+# set by this server: a handler passing on headers from elsewhere must drop these
+OWN_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "date"})
+_TEXT = [("Content-Type", "text/plain")]
 
 
 @dataclass(slots=True)
@@ -95,22 +97,17 @@ _CLOCK = _Clock()
 
 
 def encode_response(response: Response, keep_alive: bool) -> bytes:
-    lines = [b"HTTP/1.1 %d %s" % (response.status, _REASONS.get(response.status, b"")),
-             b"Date: " + _CLOCK.date()]
-    if response.status != 204:  # a 204 has no body, and so no length (RFC 9110)
-        lines.append(b"Content-Length: %d" % len(response.body))
-    has_type = False
+    """The response as bytes; the server sets ``Date``, ``Content-Length`` and
+    ``Connection``, so a handler's headers must not carry them (see ``OWN_HEADERS``)."""
+    status, body = response.status, response.body
+    head = [_STATUS_LINES.get(status) or b"HTTP/1.1 %d \r\n" % status, b"Date: ", _CLOCK.date()]
+    if status != 204:  # a 204 has no body, and so no length (RFC 9110)
+        head.append(b"\r\nContent-Length: %d" % len(body))
     for name, value in response.headers:
-        lowered = name.lower()
-        if lowered in _OWN_HEADERS:
-            continue
-        has_type = has_type or lowered == "content-type"
-        lines.append(f"{name}: {value}".encode("latin-1"))
-    if response.body and not has_type:
-        lines.append(b"Content-Type: application/octet-stream")
-    if not keep_alive:
-        lines.append(b"Connection: close")
-    return b"\r\n".join(lines) + b"\r\n\r\n" + response.body
+        head.append(f"\r\n{name}: {value}".encode("latin-1"))
+    head.append(b"\r\n\r\n" if keep_alive else b"\r\nConnection: close\r\n\r\n")
+    head.append(body)
+    return b"".join(head)
 
 
 class _Connection(asyncio.Protocol):
@@ -152,7 +149,7 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError:
             self._ready.clear()
             if self._task is None:
-                self._write(Response(400, b"malformed HTTP request"), keep_alive=False)
+                self._write(Response(400, b"malformed HTTP request", _TEXT), keep_alive=False)
             elif self._transport is not None:
                 self._transport.close()
             return
@@ -199,7 +196,7 @@ class _Connection(asyncio.Protocol):
         while self._ready and self._task is None and self._transport is not None:
             request, keep_alive = self._ready.popleft()
             if request is None:
-                self._write(Response(413, b"request body too large"), keep_alive=False)
+                self._write(Response(413, b"request body too large", _TEXT), keep_alive=False)
                 return
             try:
                 result = self._server.handler(request)
@@ -223,7 +220,7 @@ class _Connection(asyncio.Protocol):
     def _failed(self, exc: BaseException) -> Response:
         asyncio.get_running_loop().call_exception_handler(
             {"message": "unhandled exception in an HTTP handler", "exception": exc})
-        return Response(500, b"internal error")
+        return Response(500, b"internal error", _TEXT)
 
     def _write(self, response: Response, keep_alive: bool) -> None:
         if self._transport is None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from onnx_lambda.emulator import apigw
-from onnx_lambda.emulator.http11 import Request, Response
+from onnx_lambda.emulator.http11 import OWN_HEADERS, Request, Response
 from onnx_lambda.emulator.pool import InvokeResult, Throttled
 from onnx_lambda.emulator.template import RouteSpec
 
@@ -25,7 +26,7 @@ READ_LIMIT_BYTES = 16 * 1024 * 1024  # read bigger bodies so they get a proper 4
 HTTP_API_TIMEOUT_S = 30.0
 REST_API_TIMEOUT_S = 29.0
 
-Invoker = Callable[[str, bytes], Awaitable[InvokeResult]]
+Invoker = Callable[[str, bytes], Coroutine[Any, Any, InvokeResult]]
 
 
 @dataclass(frozen=True)
@@ -82,18 +83,21 @@ def _read(request: Request) -> apigw.HttpRequest:
 
 
 def _send(response: apigw.HttpResponse, extra: tuple[str, str] | None = None) -> Response:
-    headers = list(response.headers)
+    """The HTTP response; ``extra`` is added unless the function set that header itself."""
+    headers = [(name, value) for name, value in response.headers
+               if name.lower() not in OWN_HEADERS]
     if extra is not None and all(name.lower() != extra[0].lower() for name, _ in headers):
         headers.append(extra)
     return Response(response.status, response.body, headers)
 
 
-async def _outlive(invocation: Awaitable[InvokeResult], timeout_s: float) -> InvokeResult:
+async def _outlive(invocation: Coroutine[Any, Any, InvokeResult], timeout_s: float) -> InvokeResult:
     """The invocation's result, or TimeoutError after ``timeout_s``. The invocation runs to
     its end either way (also when the client goes away), as behind API Gateway. Cheaper
     than ``wait_for(shield(...))``, which costs two more event-loop rounds per request."""
-    task = asyncio.ensure_future(invocation)
-    settled = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(invocation)
+    settled = loop.create_future()
 
     def done(_task: asyncio.Future[InvokeResult]) -> None:
         if not settled.done():

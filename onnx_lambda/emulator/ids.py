@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 
 _random = random.Random()
 
 
+# the version (4) and variant (RFC 4122) bits of a random UUID, as uuid.UUID sets them
+_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_SET = (4 << 76) | (0x8000 << 48)
+
+
 def request_id() -> str:
-    """A version-4 UUID string, like Lambda's request ids."""
-    return str(uuid.UUID(int=_random.getrandbits(128), version=4))
+    """A version-4 UUID string, like Lambda's request ids (``uuid.UUID`` is slower)."""
+    digits = f"{(_random.getrandbits(128) & _CLEAR) | _SET:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def trace_id() -> str:
