@@ -115,6 +115,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, server: HttpServer) -> None:
         self._server = server
+        self._loop = asyncio.get_running_loop()  # protocols are made on the server's loop
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._peer = ""
@@ -205,8 +206,7 @@ class _Connection(asyncio.Protocol):
             if isinstance(result, Response):
                 self._write(result, keep_alive)
             else:
-                self._task = asyncio.get_running_loop().create_task(
-                    self._await(result, keep_alive))
+                self._task = self._loop.create_task(self._await(result, keep_alive))
 
     async def _await(self, result: Awaitable[Response], keep_alive: bool) -> None:
         try:
@@ -218,7 +218,7 @@ class _Connection(asyncio.Protocol):
         self._answer_next()
 
     def _failed(self, exc: BaseException) -> Response:
-        asyncio.get_running_loop().call_exception_handler(
+        self._loop.call_exception_handler(
             {"message": "unhandled exception in an HTTP handler", "exception": exc})
         return Response(500, b"internal error", _TEXT)
 
