@@ -91,23 +91,28 @@ def _send(response: apigw.HttpResponse, extra: tuple[str, str] | None = None) ->
     return Response(response.status, response.body, headers)
 
 
-async def _outlive(invocation: Coroutine[Any, Any, InvokeResult], timeout_s: float) -> InvokeResult:
+async def _outlive(invocation: Coroutine[Any, Any, InvokeResult],
+                   timeout_s: float) -> InvokeResult:
     """The invocation's result, or TimeoutError after ``timeout_s``. The invocation runs to
     its end either way (also when the client goes away), as behind API Gateway. Cheaper
     than ``wait_for(shield(...))``, which costs two more event-loop rounds per request."""
     loop = asyncio.get_running_loop()
     task = loop.create_task(invocation)
-    settled = loop.create_future()
+    settled: asyncio.Future[bool] = loop.create_future()  # True: the invocation ended
 
-    def done(_task: asyncio.Future[InvokeResult]) -> None:
+    def settle(ended: bool) -> None:
         if not settled.done():
-            settled.set_result(None)
-        elif not task.cancelled():
+            settled.set_result(ended)
+        elif ended and not task.cancelled():
             task.exception()  # nobody waits any more: retrieved, not reported as lost
 
-    task.add_done_callback(done)
-    async with asyncio.timeout(timeout_s):
-        await settled
+    task.add_done_callback(lambda _task: settle(True))
+    timer = loop.call_later(timeout_s, settle, False)
+    try:
+        if not await settled:
+            raise TimeoutError
+    finally:
+        timer.cancel()
     return task.result()
 
 
