@@ -8,7 +8,9 @@ invocation crosses three of them, and a general web framework spent most of the
 emulator's per-invocation CPU there.
 
 - A handler returns a :class:`Response`, or an awaitable of one (then it runs as a task,
-  cancelled if the client disconnects first, e.g. a runtime's ``/next`` long poll).
+  cancelled if the client disconnects first, e.g. a runtime's ``/next`` long poll, unless
+  the server says otherwise). ``request.answer_early(response)`` answers before the handler
+  returns (a deadline) and lets the connection go on; the handler's own response is dropped.
 - Keep-alive as the client asks; requests on one connection are answered in order.
 - ``Expect: 100-continue`` is honoured; bodies over ``max_body`` get a 413 and the
   connection is closed.
@@ -48,6 +50,8 @@ class Request:
     body: bytes
     version: str  # "1.1"
     peer: str  # the client's IP address
+    # answer now, before the handler returns (its response is then dropped): a deadline
+    answer_early: Callable[[Response], None] = lambda _response: None
 
     @property
     def headers(self) -> list[tuple[str, str]]:
@@ -141,8 +145,8 @@ class _Connection(asyncio.Protocol):
         self._server.connections.discard(self)
         self._transport = None
         self._ready.clear()
-        if self._task is not None:  # nobody is left to answer
-            self._task.cancel()
+        if self._task is not None and self._server.cancel_on_disconnect:
+            self._task.cancel()  # nobody is left to answer
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -207,15 +211,25 @@ class _Connection(asyncio.Protocol):
                 self._write(result, keep_alive)
             else:
                 self._task = self._loop.create_task(self._await(result, keep_alive))
+                request.answer_early = lambda response, task=self._task, keep=keep_alive: (
+                    self._answer_early(task, response, keep))
 
     async def _await(self, result: Awaitable[Response], keep_alive: bool) -> None:
         try:
             response = await result
         except Exception as exc:
             response = self._failed(exc)
-        self._task = None
-        self._write(response, keep_alive)
-        self._answer_next()
+        if self._task is asyncio.current_task():  # else answered early: dropped
+            self._task = None
+            self._write(response, keep_alive)
+            self._answer_next()
+
+    def _answer_early(self, task: asyncio.Task[None], response: Response,
+                      keep_alive: bool) -> None:
+        if self._task is task:
+            self._task = None  # the handler runs on, detached
+            self._write(response, keep_alive)
+            self._answer_next()
 
     def _failed(self, exc: BaseException) -> Response:
         self._loop.call_exception_handler(
@@ -233,9 +247,11 @@ class _Connection(asyncio.Protocol):
 class HttpServer:
     """Serves ``handler`` on one TCP port."""
 
-    def __init__(self, handler: Handler, *, max_body: int) -> None:
+    def __init__(self, handler: Handler, *, max_body: int,
+                 cancel_on_disconnect: bool = True) -> None:
         self.handler = handler
         self.max_body = max_body
+        self.cancel_on_disconnect = cancel_on_disconnect
         self.connections: set[_Connection] = set()
         self._server: asyncio.Server | None = None
         self.port = 0

@@ -145,7 +145,8 @@ class Emulator:
                                  version="1" if pool.spec.alias else "$LATEST")
 
     async def _listen(self, handler: Handler, port: int) -> int:
-        server = HttpServer(handler, max_body=READ_LIMIT_BYTES)
+        # an invocation runs to its end when its client goes away, as in Lambda
+        server = HttpServer(handler, max_body=READ_LIMIT_BYTES, cancel_on_disconnect=False)
         port = await server.start(self.host, port)
         self._servers.append(server)
         return port

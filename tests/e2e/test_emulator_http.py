@@ -157,3 +157,37 @@ def test_event_keys_match_sam_generated_events(emu: Emulator) -> None:
     assert set(http_api["requestContext"]["http"]) == set(ours_v2["requestContext"]["http"])
     assert set(rest) <= set(ours_v1)
     assert set(rest["requestContext"]) - {"authorizer"} <= set(ours_v1["requestContext"])
+
+
+def test_gateway_timeout_answers_while_the_invocation_runs_on(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the API's timeout the client gets 503; the invocation is not cut short (it ends at
+    the function's own timeout) and the connection serves the next request."""
+    import http.client
+    import time
+
+    from onnx_lambda.emulator import http_front
+
+    monkeypatch.setattr(http_front, "HTTP_API_TIMEOUT_S", 0.5)
+    template = tmp_path / "template.yaml"
+    template.write_text(json.dumps({"Resources": {"Slow": {
+        "Type": "AWS::Serverless::Function", "Properties": {
+            "CodeUri": str(emulator_support.HANDLERS), "Handler": "fns.sleep", "Timeout": 2,
+            "Events": {"Get": {"Type": "HttpApi",
+                               "Properties": {"Path": "/slow", "Method": "GET"}}}}}}}))
+    emulator = Emulator(template, port=0, log=None, provisioned=1)
+    with emulator.running():
+        connection = http.client.HTTPConnection("127.0.0.1", emulator.port, timeout=10)
+        for _ in range(2):  # one keep-alive connection: the second request is served too
+            start = time.monotonic()
+            connection.request("GET", "/slow")
+            response = connection.getresponse()
+            assert response.status == 503 and json.loads(response.read()) == {
+                "message": "Service Unavailable"}
+            assert time.monotonic() - start < 1.5
+        connection.close()
+        for _ in range(100):  # the first invocation ends at the function's timeout
+            if emulator.records():
+                break
+            time.sleep(0.05)
+        assert emulator.records()[0].error_type == "Sandbox.Timedout"
