@@ -22,9 +22,18 @@ ROUTES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = tuple(
 )
 
 
+# Plain-text paths (no parameters), looked up before any regular expression runs.
+STATIC: dict[str, dict[str, str]] = {
+    pattern.pattern: methods for pattern, methods in ROUTES
+    if re.escape(pattern.pattern) == pattern.pattern}
+
+
 def match(method: str, path: str) -> tuple[str, dict[str, str]]:
     if len(path) > 1:
         path = path.rstrip("/")
+    methods = STATIC.get(path)
+    if methods is not None and method in methods:
+        return methods[method], {}
     for pattern, methods in ROUTES:
         found = pattern.fullmatch(path)
         if found is None:
