@@ -264,7 +264,7 @@ class HttpServer:
         return self.port
 
     async def close(self) -> None:
-        """Stop listening and drop every connection (running handlers are cancelled)."""
+        """Stop listening and drop every connection (as a client disconnect would)."""
         if self._server is None:
             return
         self._server.close()
