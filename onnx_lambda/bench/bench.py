@@ -14,7 +14,8 @@ from typing import Any
 
 from onnx_lambda.bench import artifact, cold, memory, servers, warm
 from onnx_lambda.bench.stats import interleave, median, summary
-from onnx_lambda.bench.subject import ALWAYS_ON, LAMBDA_TARGETS, OURS, Subject
+from onnx_lambda.bench.subject import ALWAYS_ON, ALWAYS_ON_SHARE, LAMBDA_TARGETS, OURS, Subject
+from onnx_lambda.emulator.limits import CpuLimiter
 
 Progress = Callable[[str], None]
 
@@ -79,6 +80,14 @@ def warm_latency(subject: Subject, opts: Options, progress: Progress) -> dict[st
                 urls[name] = server.url + "/predict"
         urls[ALWAYS_ON] = stack.enter_context(servers.always_on(subject.portable)).url + \
             "/predict"
+        # The Lambda targets run on the CPU share their memory size buys; the plain always-on
+        # server has the whole machine. This one gets the same share: the like-for-like row.
+        limiter = CpuLimiter()
+        stack.callback(limiter.close)
+        if limiter.mode != "off":
+            share = limiter.prepare("always-on", opts.memory_mb)
+            urls[ALWAYS_ON_SHARE] = stack.enter_context(
+                servers.always_on(subject.portable, share)).url + "/predict"
         for level in opts.concurrency:
             samples = warm.measure(urls, subject.body, concurrency=level,
                                    requests=opts.requests, rounds=opts.rounds,

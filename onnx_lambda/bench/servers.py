@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -50,8 +50,9 @@ class Server:
     process group, by pid)."""
 
     def __init__(self, argv: list[str], port: int, env: Mapping[str, str] | None = None,
-                 files: tempfile.TemporaryDirectory[str] | None = None) -> None:
-        self.argv, self.port = argv, port
+                 files: tempfile.TemporaryDirectory[str] | None = None,
+                 preexec: Callable[[], None] | None = None) -> None:
+        self.argv, self.port, self.preexec = argv, port, preexec
         self.files = files or tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
         self.log = Path(self.files.name) / "server.log"
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
@@ -62,7 +63,8 @@ class Server:
         # output to a file: a pipe nobody reads would fill up and block the server
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=self.preexec)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -105,8 +107,10 @@ def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1
                   port, files=files)
 
 
-def always_on(model_path: Path) -> Server:
-    """The FastAPI + uvicorn baseline, one process."""
+def always_on(model_path: Path, cpu_limit: Callable[[], None] | None = None) -> Server:
+    """The FastAPI + uvicorn baseline, one process; ``cpu_limit`` (a ``CpuLimiter.prepare``
+    step) holds it to a CPU share, else it has the whole machine."""
     port = free_port()
     return Server([sys.executable, "-m", "onnx_lambda.bench.baselines.always_on",
-                   "--port", str(port)], port, env={"MODEL_PATH": str(model_path)})
+                   "--port", str(port)], port, env={"MODEL_PATH": str(model_path)},
+                  preexec=cpu_limit)

@@ -24,6 +24,8 @@ LAMBDA_TARGETS = {
 }
 FLOOR = "floor"
 ALWAYS_ON = "FastAPI + uvicorn (always-on)"
+# The same server held to the CPU share the Lambda targets get (their memory size buys it)
+ALWAYS_ON_SHARE = "FastAPI + uvicorn, same CPU share"
 
 
 @dataclass(frozen=True)
