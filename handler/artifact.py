@@ -6,8 +6,8 @@ message that says what was expected, so the runtime reports a clear ``Runtime.In
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from handler.errors import ModelLoadError
 from handler.manifest import FILENAME, Manifest
@@ -15,8 +15,7 @@ from handler.manifest import FILENAME, Manifest
 MODEL_SUFFIXES = (".onnx", ".ort")
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     path: Path  # the file the session loads
     manifest: Manifest | None
     optimized_offline: bool  # graph optimizations already applied for this onnxruntime version

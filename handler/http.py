@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 JSON = "application/json"
@@ -16,19 +15,28 @@ _NO_BODY = object()
 ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
-@dataclass
 class Request:
-    method: str
-    path: str
-    headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
-    query: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    # A body that arrived already parsed (direct invocation): no encode/decode round trip.
-    parsed: Any = _NO_BODY
-    # When the front door received the request (API Gateway's timestamp), for queue time.
-    received_epoch_ms: float | None = None
-    # Direct invocations return the payload object itself rather than an HTTP response.
-    raw_response: bool = False
+    """One HTTP request, whatever event carried it. (Plain classes here and for ``Response``:
+    a ``@dataclass`` costs about a millisecond at import, on every cold start.)"""
+
+    __slots__ = ("body", "headers", "method", "parsed", "path", "query", "raw_response",
+                 "received_epoch_ms")
+
+    def __init__(self, method: str, path: str, headers: Mapping[str, str] | None = None,
+                 query: Mapping[str, str] | None = None, body: bytes = b"",
+                 parsed: Any = _NO_BODY, received_epoch_ms: float | None = None,
+                 raw_response: bool = False) -> None:
+        self.method = method
+        self.path = path
+        self.headers = {} if headers is None else headers  # lower-case names
+        self.query = {} if query is None else query
+        self.body = body
+        # A body that arrived already parsed (direct invocation): no encode/decode round trip.
+        self.parsed = parsed
+        # When the front door received the request (API Gateway's timestamp), for queue time.
+        self.received_epoch_ms = received_epoch_ms
+        # Direct invocations return the payload object itself rather than an HTTP response.
+        self.raw_response = raw_response
 
     @property
     def content_type(self) -> str:
@@ -38,12 +46,15 @@ class Request:
         return self.parsed is not _NO_BODY
 
 
-@dataclass
 class Response:
-    status: int
-    payload: Any = None  # JSON-ready object (encoded by ``body_bytes`` unless returned raw)
-    body: bytes | None = None  # already-encoded body (binary codecs)
-    headers: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("body", "headers", "payload", "status")
+
+    def __init__(self, status: int, payload: Any = None, body: bytes | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.payload = payload  # JSON-ready object (encoded by ``body_bytes`` unless returned raw)
+        self.body = body  # already-encoded body (binary codecs)
+        self.headers = {} if headers is None else headers
 
     def body_bytes(self) -> bytes:
         if self.body is None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnxruntime as ort
@@ -55,8 +54,7 @@ _TYPES: dict[str, tuple[np.dtype, str]] = {
 DATATYPES: dict[str, np.dtype] = {datatype: dtype for dtype, datatype in _TYPES.values()}
 
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(NamedTuple):
     name: str
     dtype: np.dtype  # object for strings and for non-tensor values (sequences, maps)
     datatype: str  # Open Inference Protocol V2 name; "" for non-tensor values

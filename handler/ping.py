@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 MAX_HOLD_MS = 1000
@@ -26,15 +25,15 @@ def hold_ms(event: dict[str, Any]) -> float:
         return 0.0
 
 
-@dataclass
 class EnvironmentState:
     """Per execution environment: identity, age, and whether it has served anything yet."""
 
-    initialization_type: str
-    environment_id: str = field(default_factory=lambda: os.urandom(8).hex())
-    started: float = field(default_factory=time.monotonic)
-    invoked: bool = False  # any invocation, ping or business
-    requests_served: int = 0  # business requests only
+    def __init__(self, initialization_type: str) -> None:
+        self.initialization_type = initialization_type
+        self.environment_id = os.urandom(8).hex()
+        self.started = time.monotonic()
+        self.invoked = False  # any invocation, ping or business
+        self.requests_served = 0  # business requests only
 
     def first_invocation(self) -> bool:
         """True when this invocation waited for the init: the environment's first, unless it
@@ -44,11 +43,7 @@ class EnvironmentState:
 
     def refresh(self) -> None:
         """After a SnapStart restore: a new environment that shares the snapshot's memory."""
-        self.environment_id = os.urandom(8).hex()
-        self.started = time.monotonic()
-        self.invoked = False
-        self.requests_served = 0
-        self.initialization_type = "snap-start"
+        self.__init__("snap-start")  # type: ignore[misc]
 
     def answer(self, *, cold: bool, inference_ms: float, held_ms: float) -> dict[str, Any]:
         return {"warm": True, "environmentId": self.environment_id, "coldStart": cold,

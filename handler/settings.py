@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 PREFIX = "ONNX_LAMBDA_"
 LAMBDA_MAX_SYNC_PAYLOAD = 6 * 1024 * 1024
@@ -41,8 +41,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-@dataclass(frozen=True)
-class Variable:
+class Variable(NamedTuple):
     field: str
     parse: Callable[[str], Any]
     default: Any

@@ -8,8 +8,7 @@ import json
 import math
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,8 +21,7 @@ from handler.model import DATATYPES, Model
 HEADER_LENGTH = "inference-header-content-length"
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
     feeds: dict[str, np.ndarray]
     id: str | None
     outputs: dict[str, bool]  # requested output → binary?  (empty: all outputs, JSON)
