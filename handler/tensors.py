@@ -21,10 +21,7 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarra
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        spec = specs[0]  # the common case: one array, nothing to match up
-        array = _coerce(_array(inputs, spec), spec)
-        _check_shape(array, spec, {})
-        return {spec.name: array}
+        return check({specs[0].name: _array(inputs, specs[0])}, specs)
     if not isinstance(inputs, Mapping):
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
     by_name = {s.name: s for s in specs}
@@ -75,8 +72,8 @@ def check(arrays: Mapping[str, np.ndarray], specs: Iterable[TensorSpec]) -> dict
         array = _coerce(arrays[spec.name], spec)
         _check_shape(array, spec, symbols)
         feeds[spec.name] = array
-    unknown = set(arrays) - set(feeds)
-    if unknown:
+    if len(arrays) != len(feeds):  # every spec matched one array: any more are unknown
+        unknown = set(arrays) - set(feeds)
         raise InvalidInputError(f"unknown input(s) {', '.join(map(repr, sorted(unknown)))}; "
                                 f"the model takes {_names(specs)}")
     return feeds
