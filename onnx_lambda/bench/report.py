@@ -108,14 +108,14 @@ def warm_section(warm: Mapping[str, Any]) -> list[str]:
 
 def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
     run, full = overhead["session.run_us"], overhead["handler_us"]
+    quiet = overhead["no_telemetry_us"]  # the same handler without its per-request log line
     rows = [["bare `session.run` (floor)", fmt(run["p50"]), fmt(run["p99"])],
             ["`handler.app.handler(event, ctx)`", fmt(full["p50"]), fmt(full["p99"])],
+            ["handler, metrics and request log off", fmt(quiet["p50"]), fmt(quiet["p99"])],
             ["handler overhead", fmt(overhead["overhead_p50_us"]),
-             fmt(overhead["overhead_p99_us"])]]
-    quiet = overhead["no_telemetry_us"]  # the same handler without its per-request log line
-    rows[2:2] = [["handler, metrics and request log off", fmt(quiet["p50"]), fmt(quiet["p99"])]]
-    rows.append(["overhead without the log line",
-                 fmt(overhead["no_telemetry_overhead_p50_us"]), "–"])
+             fmt(overhead["overhead_p99_us"])],
+            ["overhead without the log line", fmt(overhead["no_telemetry_overhead_p50_us"]),
+             "–"]]
     count = overhead.get("iterations")
     calls = f"{count:,} calls per side, " if count else ""
     return [f"In process, same input, same process, alternating blocks ({calls}µs per call):",
@@ -155,8 +155,9 @@ def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
     over = result["overhead"]["overhead_p50_us"]
     out.append(("warm in-process overhead ≤ 50 µs p50", f"{fmt(over)} µs", over <= 50))
     for level, entry in result["warm"].items():
+        ours = entry.get(OURS)
         for name, label in ((ALWAYS_ON, "always-on"), (ALWAYS_ON_SHARE, "always-on, same CPU")):
-            ours, base = entry.get(OURS), entry.get(name)
+            base = entry.get(name)
             if ours and base:
                 worse = [q for q in ("p50", "p99") if ours["summary"][q] > base["summary"][q]]
                 out.append((f"emulator HTTP p50/p99 ≤ {label} (c={level})",
