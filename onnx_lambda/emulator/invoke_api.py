@@ -26,7 +26,7 @@ from onnx_lambda.emulator.pool import FunctionPool, Throttled
 from onnx_lambda.emulator.report import log_tail
 
 PATH = "/2015-03-31/functions/{name}/invocations"
-_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")
+_PATH = re.compile(re.escape(PATH).replace(re.escape("{name}"), "([^/]+)"))
 MAX_SYNC_BYTES = 6_291_456
 MAX_EVENT_BYTES = 1_048_576
 ALIAS_VERSION = "1"
