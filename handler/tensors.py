@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
 
@@ -118,7 +119,7 @@ def _check_shape(array: np.ndarray, spec: TensorSpec,
             if dim != want and want >= 0:
                 raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
                                         f"shape {list(array.shape)} (axis {axis} must be {want})")
-        elif want:  # a named dynamic dimension: equal wherever the name appears
+        elif is_shared(want):  # a shared symbolic name: equal wherever it appears
             seen = symbols.setdefault(want, (dim, spec.name))
             if seen[0] != dim:
                 raise InvalidInputError(
