@@ -84,6 +84,8 @@ def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
     kind, want = array.dtype.kind, spec.dtype
     if kind == "f" and want.kind == "f":  # JSON numbers for a float input: the hot path
         return array.astype(want, copy=False)
+    if array.dtype == want and kind != "O":  # already exact (int64 JSON, binary tensors)
+        return array
     if array.size == 0:  # JSON's [] carries no dtype: any empty array fits
         return array.astype(want, copy=False)
     if spec.datatype == "BYTES":
