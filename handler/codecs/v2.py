@@ -140,7 +140,7 @@ def _input(item: Any, binary: bytes, offset: int, model: Model) -> tuple[str, np
     if "data" not in item:
         raise InvalidInputError(f"input {name!r}: needs \"data\" or binary_data_size")
     # numpy's own dtype, checked by tensors.check: a value the label's dtype cannot hold
-    # exactly (1.5 or true for INT64, "1.5" for FP32) is refused, never cast
+    # exactly (1.5 or 2**63 for INT64, "1.5" for FP32, 0/1 for BOOL) is refused, never cast
     flat = tensors.as_array(item["data"], spec).reshape(-1)
     if flat.size != count:
         raise InvalidInputError(f"input {name!r}: shape {shape} needs {count} values, "
