@@ -1,0 +1,2 @@
+"""ONNX Runtime through its C API (``capi``), a numpy-free ``Tensor`` (``tensor``) and the
+session over both (``session``)."""

@@ -1,0 +1,284 @@
+"""An inference session over the C API: options, the model's signature, ``run``.
+
+Inputs are ``Tensor``s handed to ORT without a copy; every output is copied once out of ORT's
+memory (tensors into ``bytes``, sequences and maps into lists and dicts) and its ``OrtValue``
+released before ``run`` returns, so nothing ORT owns outlives the request.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from ctypes import POINTER, byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
+from typing import Any, NamedTuple
+
+from handler.ort import capi
+from handler.ort.tensor import BY_ELEMENT_TYPE, DTYPES, Tensor, as_tensor
+
+
+class ValueInfo(NamedTuple):
+    name: str
+    type: str  # onnxruntime's spelling: "tensor(float)", "seq(map(int64,tensor(float)))"
+    dtype: str  # a tensor's element type name ("float32", "string"); "" for non-tensors
+    shape: tuple[int | str | None, ...]  # None (or a symbolic name) for a dynamic dimension
+
+
+# ONNX element type → onnxruntime's name inside "tensor(...)"
+_ONNX_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+               7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32",
+               13: "uint64", 16: "bfloat16"}
+
+
+class Session:
+    _session: c_void_p | None = None  # set once CreateSession succeeded
+
+    def __init__(self, path: str, *, intra_op_threads: int, inter_op_threads: int = 1,
+                 optimization: str = "basic", log_severity: int = 3,
+                 config: Mapping[str, str] | None = None) -> None:
+        self.api = api = capi.api()
+        options = c_void_p()
+        api.check(api.CreateSessionOptions(byref(options)))
+        session = c_void_p()
+        try:
+            api.check(api.SetIntraOpNumThreads(options, intra_op_threads))
+            api.check(api.SetInterOpNumThreads(options, inter_op_threads))
+            api.check(api.SetSessionExecutionMode(options, capi.ORT_SEQUENTIAL))
+            api.check(api.SetSessionGraphOptimizationLevel(
+                options, capi.OPTIMIZATION_LEVELS[optimization]))
+            api.check(api.SetSessionLogSeverityLevel(options, log_severity))
+            for key, value in (config or {}).items():
+                api.check(api.AddSessionConfigEntry(options, key.encode(), value.encode()))
+            # a path (not bytes in memory): ORT resolves external data beside the model file
+            api.check(api.CreateSession(api.env, path.encode(), options, byref(session)))
+        finally:
+            api.ReleaseSessionOptions(options)
+        self._session = session
+        self.inputs = self._signature(api.SessionGetInputCount, api.SessionGetInputName,
+                                      api.SessionGetInputTypeInfo)
+        self.outputs = self._signature(api.SessionGetOutputCount, api.SessionGetOutputName,
+                                       api.SessionGetOutputTypeInfo)
+        self._output_names = (c_char_p * len(self.outputs))(
+            *(o.name.encode() for o in self.outputs))
+        self._input_names = {i.name: i.name.encode() for i in self.inputs}
+
+    def close(self) -> None:
+        if self._session:
+            self.api.ReleaseSession(self._session)
+            self._session = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- signature -------------------------------------------------------------------------
+
+    def _signature(self, count_fn: Any, name_fn: Any, info_fn: Any) -> tuple[ValueInfo, ...]:
+        api, count = self.api, c_size_t()
+        api.check(count_fn(self._session, byref(count)))
+        specs = []
+        for index in range(count.value):
+            name = c_void_p()
+            api.check(name_fn(self._session, index, api.allocator, byref(name)))
+            text = api.take_string(name)
+            info = c_void_p()
+            api.check(info_fn(self._session, index, byref(info)))
+            try:
+                specs.append(ValueInfo(text, *self._describe(info)))
+            finally:
+                api.ReleaseTypeInfo(info)
+        return tuple(specs)
+
+    def _describe(self, info: c_void_p) -> tuple[str, str, tuple[int | str | None, ...]]:
+        """An ``OrtTypeInfo`` → (type string, dtype name, shape)."""
+        api, kind = self.api, c_int()
+        api.check(api.GetOnnxTypeFromTypeInfo(info, byref(kind)))
+        if kind.value == capi.TYPE_TENSOR:
+            tensor_info = c_void_p()  # owned by ``info``
+            api.check(api.CastTypeInfoToTensorInfo(info, byref(tensor_info)))
+            element, shape = self._tensor_info(tensor_info, symbolic=True)
+            return (f"tensor({_ONNX_NAMES.get(element, element)})",
+                    BY_ELEMENT_TYPE.get(element, ""), shape)
+        if kind.value == capi.TYPE_SEQUENCE:
+            sequence, inner = c_void_p(), c_void_p()
+            api.check(api.CastTypeInfoToSequenceTypeInfo(info, byref(sequence)))
+            api.check(api.GetSequenceElementType(sequence, byref(inner)))
+            try:
+                return f"seq({self._describe(inner)[0]})", "", ()
+            finally:
+                api.ReleaseTypeInfo(inner)
+        if kind.value == capi.TYPE_MAP:
+            mapping, key, inner = c_void_p(), c_int(), c_void_p()
+            api.check(api.CastTypeInfoToMapTypeInfo(info, byref(mapping)))
+            api.check(api.GetMapKeyType(mapping, byref(key)))
+            api.check(api.GetMapValueType(mapping, byref(inner)))
+            try:
+                value = self._describe(inner)[0]
+                return f"map({_ONNX_NAMES.get(key.value, key.value)},{value})", "", ()
+            finally:
+                api.ReleaseTypeInfo(inner)
+        return f"onnx_type({kind.value})", "", ()
+
+    def _tensor_info(self, info: c_void_p, *, symbolic: bool
+                     ) -> tuple[int, tuple[Any, ...]]:
+        api, element, rank = self.api, c_int(), c_size_t()
+        api.check(api.GetTensorElementType(info, byref(element)))
+        api.check(api.GetDimensionsCount(info, byref(rank)))
+        dims = (c_int64 * rank.value)()
+        api.check(api.GetDimensions(info, dims, rank.value))
+        if not symbolic:
+            return element.value, tuple(dims)
+        names = (c_char_p * rank.value)()
+        api.check(api.GetSymbolicDimensions(info, names, rank.value))
+        shape = tuple(d if d >= 0 else ((n or b"").decode() or None)
+                      for d, n in zip(dims, names, strict=True))
+        return element.value, shape
+
+    # -- run -------------------------------------------------------------------------------
+
+    def run(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """Named inputs (``Tensor`` or numpy arrays) → every output, in signature order."""
+        api = self.api
+        count, n_out = len(feeds), len(self.outputs)
+        names = (c_char_p * count)()
+        values = (c_void_p * count)()
+        outputs = (c_void_p * n_out)()
+        pins: list[Any] = []
+        try:
+            for i, (name, value) in enumerate(feeds.items()):
+                encoded = self._input_names.get(name)
+                names[i] = encoded if encoded is not None else name.encode()
+                values[i] = self._ort_value(as_tensor(value), pins)
+            api.check(api.Run(self._session, None, names, values, count, self._output_names,
+                              n_out, outputs))
+            return {o.name: self._to_python(outputs[i]) for i, o in enumerate(self.outputs)}
+        finally:
+            for value in values:
+                if value:
+                    api.ReleaseValue(value)
+            for value in outputs:
+                if value:
+                    api.ReleaseValue(value)
+            for pin in pins:
+                pin.release()
+
+    def _ort_value(self, tensor: Tensor, pins: list[Any]) -> int:
+        api, out = self.api, c_void_p()
+        shape = (c_int64 * len(tensor.shape))(*tensor.shape)
+        element = DTYPES[tensor.dtype][0]
+        if tensor.dtype == "string":
+            api.check(api.CreateTensorAsOrtValue(api.allocator, shape, len(tensor.shape),
+                                                 element, byref(out)))
+            strings = (c_char_p * len(tensor.data))(*(s.encode() for s in tensor.data))
+            try:
+                api.check(api.FillStringTensor(out, strings, len(tensor.data)))
+            except capi.OrtError:
+                api.ReleaseValue(out)
+                raise
+            return out.value
+        pin = _Pinned(tensor.data)
+        pins.append(pin)
+        expected = tensor.size * tensor.itemsize
+        if pin.length != expected:
+            raise capi.OrtError(f"{tensor.dtype}{list(tensor.shape)} needs {expected} bytes, "
+                                f"the buffer has {pin.length}", 2)
+        api.check(api.CreateTensorWithDataAsOrtValue(api.cpu_memory, pin.address, pin.length,
+                                                     shape, len(tensor.shape), element,
+                                                     byref(out)))
+        return out.value
+
+    def _to_python(self, value: int) -> Any:
+        """An output ``OrtValue`` → ``Tensor`` (tensors) or lists/dicts (sequences, maps)."""
+        api, kind = self.api, c_int()
+        api.check(api.GetValueType(value, byref(kind)))
+        if kind.value == capi.TYPE_TENSOR:
+            return self._tensor(value)
+        if kind.value not in (capi.TYPE_SEQUENCE, capi.TYPE_MAP):
+            raise capi.OrtError(f"output of ONNX type {kind.value} is not supported", 9)
+        count = c_size_t()
+        api.check(api.GetValueCount(value, byref(count)))
+        items = []
+        for index in range(count.value):
+            item = c_void_p()
+            api.check(api.GetValue(value, index, api.allocator, byref(item)))
+            try:
+                items.append(self._to_python(item.value))
+            finally:
+                api.ReleaseValue(item)
+        if kind.value == capi.TYPE_MAP:  # [keys tensor, values tensor]
+            keys, values = items
+            return dict(zip(keys.flat(), values.flat(), strict=True))
+        return items
+
+    def _tensor(self, value: int) -> Tensor:
+        api, info = self.api, c_void_p()
+        api.check(api.GetTensorTypeAndShape(value, byref(info)))
+        try:
+            element, shape = self._tensor_info(info, symbolic=False)
+        finally:
+            api.ReleaseTensorTypeAndShapeInfo(info)
+        dtype = BY_ELEMENT_TYPE.get(element)
+        if dtype is None:
+            raise capi.OrtError(f"output element type {_ONNX_NAMES.get(element, element)} is "
+                                "not supported", 9)
+        size = 1
+        for dim in shape:
+            size *= dim
+        if dtype == "string":
+            return Tensor(dtype, shape, self._strings(value, size))
+        data = c_void_p()
+        api.check(api.GetTensorMutableData(value, byref(data)))
+        nbytes = size * DTYPES[dtype][2]
+        return Tensor(dtype, shape, ctypes.string_at(data, nbytes) if nbytes else b"")
+
+    def _strings(self, value: int, count: int) -> tuple[str, ...]:
+        api, length = self.api, c_size_t()
+        if not count:
+            return ()
+        api.check(api.GetStringTensorDataLength(value, byref(length)))
+        buffer = ctypes.create_string_buffer(length.value or 1)
+        offsets = (c_size_t * count)()
+        api.check(api.GetStringTensorContent(value, buffer, length.value, offsets, count))
+        raw = buffer.raw[:length.value]
+        ends = [*offsets[1:], length.value]
+        return tuple(raw[start:end].decode("utf-8", "replace")
+                     for start, end in zip(offsets, ends, strict=True))
+
+
+class _Pinned:
+    """The address of a bytes-like object's memory, held (``PyObject_GetBuffer``) until
+    ``release``: read-only buffers (``bytes``, slices of a request body) go in without a copy."""
+
+    __slots__ = ("address", "length", "_view")
+
+    def __init__(self, data: Any) -> None:
+        if type(data) is bytes:  # the common case: the bytes object's own storage
+            self._view = data
+            self.address = ctypes.cast(c_char_p(data), c_void_p).value if data else None
+            self.length = len(data)
+            return
+        view = _PyBuffer()
+        if _get_buffer(data, byref(view), _PyBUF_C_CONTIGUOUS) != 0:
+            raise TypeError("tensor data must be a C-contiguous bytes-like object")
+        self._view = view
+        self.address, self.length = view.buf, view.len
+
+    def release(self) -> None:
+        if isinstance(self._view, _PyBuffer):
+            _release_buffer(byref(self._view))
+            self._view = None
+
+
+class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer (Include/pybuffer.h)
+    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", c_int), ("ndim", c_int),
+                ("format", c_char_p), ("shape", c_void_p), ("strides", c_void_p),
+                ("suboffsets", c_void_p), ("internal", c_void_p)]
+
+
+_PyBUF_C_CONTIGUOUS = 0x38  # PyBUF_C_CONTIGUOUS (0x20 | PyBUF_STRIDES, which includes PyBUF_ND)
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = (ctypes.py_object, POINTER(_PyBuffer), c_int)
+_get_buffer.restype = c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = (POINTER(_PyBuffer),)
+_release_buffer.restype = None
+
