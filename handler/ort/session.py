@@ -247,7 +247,7 @@ class _Pinned:
     """The address of a bytes-like object's memory, held (``PyObject_GetBuffer``) until
     ``release``: read-only buffers (``bytes``, slices of a request body) go in without a copy."""
 
-    __slots__ = ("address", "length", "_view")
+    __slots__ = ("_view", "address", "length")
 
     def __init__(self, data: Any) -> None:
         if type(data) is bytes:  # the common case: the bytes object's own storage

@@ -154,13 +154,13 @@ def test_external_data_and_ort_format_models(tmp_path: Path) -> None:
 
 
 def test_errors_carry_ort_messages(tmp_path: Path) -> None:
-    with pytest.raises(capi.OrtError, match="No such file|Load model"):
+    with pytest.raises(capi.OrtError, match=r"No such file|Load model"):
         _ours(tmp_path / "missing.onnx")
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
     with pytest.raises(capi.OrtError):
         _ours(tmp_path / "junk.onnx")
     ours = _ours(models.gather(tmp_path / "gather.onnx"))
-    with pytest.raises(capi.OrtError, match="out of bounds|indices"):
+    with pytest.raises(capi.OrtError, match=r"out of bounds|indices"):
         ours.run({"index": np.array([7], dtype=np.int64)})
     assert ours.run({"index": np.array([2], dtype=np.int64)})["value"].tolist() == [30.0]
     with pytest.raises(capi.OrtError, match="needs 16 bytes"):
