@@ -1,0 +1,73 @@
+"""``handler.ort.tensor``: nesting, JSON values (shortest float32/float16 decimals), numpy views;
+numpy is the oracle here (the handler itself never imports it)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from handler.ort.tensor import Tensor, as_tensor, from_values, nest, shortest, zeros
+
+
+def _oracle(array: np.ndarray) -> list[float | None]:
+    return [float(np.format_float_positional(v, unique=True)) if np.isfinite(v) else None
+            for v in array]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_shortest_matches_numpy_and_reads_back_exactly(dtype: str) -> None:
+    rng = np.random.default_rng(1)
+    info = np.finfo(dtype)
+    values = np.concatenate([
+        rng.standard_normal(2000).astype(dtype) * np.array(0.1, dtype),
+        rng.uniform(-1e4, 1e4, 500).astype(dtype),
+        np.array([0, -0.0, info.max, -info.max, info.tiny, info.smallest_subnormal,
+                  info.smallest_subnormal * 3, np.nan, np.inf, -np.inf, 1 / 3], dtype)])
+    got = shortest(values.astype(np.float64).tolist(), dtype)
+    assert got == _oracle(values)
+    finite = [v for v in got if v is not None]
+    assert np.array_equal(np.array(finite, dtype), values[np.isfinite(values)])
+
+
+def test_json_is_shorter_than_float64_text_and_valid() -> None:
+    array = np.random.default_rng(2).standard_normal((4, 96)).astype(np.float32)
+    array[0, 0] = np.nan
+    tensor = as_tensor(array)
+    body = json.dumps(tensor.json(), allow_nan=False)
+    assert json.loads(body)[0][0] is None
+    assert len(body) < 0.7 * len(json.dumps(array.tolist()))
+    back = np.array(json.loads(body)[1:], dtype=np.float32)
+    assert back.tobytes() == array[1:].tobytes()
+    assert as_tensor(np.array([1e308, np.inf])).json() == [1e308, None]
+    assert as_tensor(np.array([[1, 2]], dtype=np.int8)).json() == [[1, 2]]
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0), (0, 2, 2), (2, 3), (1, 2, 1, 2, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bool", "uint64", "string"])
+def test_tolist_matches_numpy(shape: tuple[int, ...], dtype: str) -> None:
+    size = math.prod(shape)
+    if dtype == "string":
+        array = np.array([str(i) for i in range(size)], dtype=object).reshape(shape)
+    else:
+        array = (np.arange(size) % 2 == 0 if dtype == "bool"
+                 else np.arange(size).astype(dtype)).reshape(shape)
+    tensor = as_tensor(array)
+    assert (tensor.dtype, tensor.shape) == (dtype, shape)
+    assert tensor.tolist() == array.tolist()
+    assert tensor.numpy().tolist() == array.tolist()
+
+
+def test_constructors_and_reshape() -> None:
+    assert from_values("int16", (2,), [1, -2]).tolist() == [1, -2]
+    with pytest.raises(Exception):  # noqa: B017  struct refuses out-of-range values
+        from_values("int8", (1,), [300])
+    assert zeros("string", (2,)).data == ("", "")
+    assert zeros("float64", (2, 2)).reshape((4,)).tolist() == [0.0] * 4
+    with pytest.raises(ValueError, match="cannot reshape"):
+        zeros("float64", (2, 2)).reshape((3,))
+    assert nest([1, 2, 3, 4], (2, 2)) == [[1, 2], [3, 4]]
+    view = Tensor("float32", (2,), bytearray(8)).numpy()
+    assert view.tolist() == [0.0, 0.0] and view.flags.writeable
