@@ -12,11 +12,11 @@ import os
 import time
 
 _T0 = time.perf_counter()
-# numpy's OpenBLAS starts one thread per CPU at import; the handler never calls BLAS (ONNX
-# Runtime has its own pool), so one thread makes the import faster and the process smaller.
+# numpy's OpenBLAS starts one thread per CPU at import; the handler never imports numpy, but a
+# user pipeline may, and it never needs BLAS threads (ONNX Runtime has its own pool).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from handler.bootstrap import create  # noqa: E402  (imports numpy + onnxruntime: timed)
+from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
 from handler.settings import Settings  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import time
 
-import onnxruntime
-
 from handler import artifact, pipelines
 from handler.errors import ModelLoadError
 from handler.model import Model, threads_for, visible_cpus
+from handler.ort import capi
 from handler.service import Service
 from handler.settings import Settings
 from handler.telemetry import Telemetry
@@ -23,7 +22,11 @@ def create(settings: Settings) -> Service:
     telemetry = Telemetry(namespace=settings.metrics_namespace,
                           function_name=settings.function_name, metrics=settings.metrics,
                           level=settings.log_level)
-    found = artifact.resolve(settings.model, ort_version=onnxruntime.__version__,
+    try:
+        ort_version = capi.version()  # the C library's own (GetVersionString)
+    except capi.LibraryError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    found = artifact.resolve(settings.model, ort_version=ort_version,
                              verify=settings.verify, cache_dir=settings.s3_cache_dir)
     if settings.unknown:
         telemetry.log("warning", f"ignored unknown variables: {', '.join(settings.unknown)}")

@@ -8,6 +8,8 @@ Session options (measured with ``python -m onnx_lambda.bench.handler_overhead``,
   (it is already applied; re-running it only costs cold start), ``basic`` otherwise (cheap,
   portable constant folding and redundant-node removal).
 - CPU memory arena and memory patterns on (defaults): they make warm runs allocation-free.
+
+The session is ONNX Runtime's C library through ``handler.ort`` (no numpy, no Python binding).
 """
 
 from __future__ import annotations
@@ -16,49 +18,66 @@ import math
 import os
 from typing import Any, NamedTuple
 
-import numpy as np
-import onnxruntime as ort
-
 from handler.artifact import Artifact
 from handler.errors import InferenceError, ModelLoadError
+from handler.ort import capi
+from handler.ort.session import Session, ValueInfo
 
 MB_PER_VCPU = 1769
 MAX_VCPUS = 6
 
-_OPT_LEVELS = {
-    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+
+class DType(str):
+    """An element type by numpy's name (``float32``; ``object`` for strings and non-tensor
+    values), with numpy's ``.name`` and ``.kind``: pipelines and user code read specs the way
+    they read numpy dtypes, and ``numpy.dtype(spec.dtype)`` accepts it."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def kind(self) -> str:
+        return _KINDS.get(self[:4], "O")
+
+
+_KINDS = {"floa": "f", "int8": "i", "int1": "i", "int3": "i", "int6": "i", "uint": "u",
+          "bool": "b"}
+OBJECT = DType("object")
+
+# tensor element type (handler.ort.tensor's name) → (spec dtype, Open Inference Protocol datatype)
+_TYPES: dict[str, tuple[DType, str]] = {
+    "float32": (DType("float32"), "FP32"),
+    "float64": (DType("float64"), "FP64"),
+    "float16": (DType("float16"), "FP16"),
+    "int8": (DType("int8"), "INT8"),
+    "int16": (DType("int16"), "INT16"),
+    "int32": (DType("int32"), "INT32"),
+    "int64": (DType("int64"), "INT64"),
+    "uint8": (DType("uint8"), "UINT8"),
+    "uint16": (DType("uint16"), "UINT16"),
+    "uint32": (DType("uint32"), "UINT32"),
+    "uint64": (DType("uint64"), "UINT64"),
+    "bool": (DType("bool"), "BOOL"),
+    "string": (OBJECT, "BYTES"),
 }
 
-# ONNX element type (as onnxruntime spells it) → (numpy dtype, Open Inference Protocol datatype)
-_TYPES: dict[str, tuple[np.dtype, str]] = {
-    "tensor(float)": (np.dtype(np.float32), "FP32"),
-    "tensor(double)": (np.dtype(np.float64), "FP64"),
-    "tensor(float16)": (np.dtype(np.float16), "FP16"),
-    "tensor(int8)": (np.dtype(np.int8), "INT8"),
-    "tensor(int16)": (np.dtype(np.int16), "INT16"),
-    "tensor(int32)": (np.dtype(np.int32), "INT32"),
-    "tensor(int64)": (np.dtype(np.int64), "INT64"),
-    "tensor(uint8)": (np.dtype(np.uint8), "UINT8"),
-    "tensor(uint16)": (np.dtype(np.uint16), "UINT16"),
-    "tensor(uint32)": (np.dtype(np.uint32), "UINT32"),
-    "tensor(uint64)": (np.dtype(np.uint64), "UINT64"),
-    "tensor(bool)": (np.dtype(np.bool_), "BOOL"),
-    "tensor(string)": (np.dtype(object), "BYTES"),
-}
-
-
-# Open Inference Protocol datatype → numpy dtype
-DATATYPES: dict[str, np.dtype] = {datatype: dtype for dtype, datatype in _TYPES.values()}
+# Open Inference Protocol datatype → tensor element type name
+DATATYPES: dict[str, str] = {datatype: name for name, (_, datatype) in _TYPES.items()}
 
 
 class TensorSpec(NamedTuple):
     name: str
-    dtype: np.dtype  # object for strings and for non-tensor values (sequences, maps)
+    dtype: DType  # object for strings and for non-tensor values (sequences, maps)
     datatype: str  # Open Inference Protocol V2 name; "" for non-tensor values
     shape: tuple[int | str | None, ...]  # None or a symbolic name for a dynamic dimension
+
+    @property
+    def element(self) -> str:
+        """The ``Tensor`` element type (``string`` for BYTES); "" for non-tensor values."""
+        return "string" if self.datatype == "BYTES" else (self.dtype.name if self.datatype else "")
 
     def describe(self) -> str:
         """``x: float32[batch, ?, 3]``: symbolic names kept (they show which axes are tied,
@@ -85,9 +104,9 @@ def visible_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _spec(arg: Any) -> TensorSpec:
-    dtype, datatype = _TYPES.get(arg.type, (np.dtype(object), ""))
-    return TensorSpec(arg.name, dtype, datatype, tuple(arg.shape))
+def _spec(value: ValueInfo) -> TensorSpec:
+    dtype, datatype = _TYPES.get(value.dtype, (OBJECT, ""))
+    return TensorSpec(value.name, dtype, datatype, value.shape)
 
 
 class Model:
@@ -100,32 +119,28 @@ class Model:
         if level == "auto":
             level = "disable" if artifact.optimized_offline else "basic"
         self.graph_optimization = level
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = _OPT_LEVELS[level]
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self.session = ort.InferenceSession(
-                str(artifact.path), sess_options=options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
+            self.session = Session(str(artifact.path), intra_op_threads=threads,
+                                   inter_op_threads=1, optimization=level, log_severity=3,
+                                   config={"session.intra_op.allow_spinning": "0"})
+        except (capi.OrtError, capi.LibraryError) as exc:
             raise ModelLoadError(f"{artifact.path}: onnxruntime cannot load it: {exc}") from exc
-        self.inputs = tuple(_spec(a) for a in self.session.get_inputs())
-        self.outputs = tuple(_spec(a) for a in self.session.get_outputs())
-        self._output_names = [o.name for o in self.outputs]
+        self.inputs = tuple(_spec(v) for v in self.session.inputs)
+        self.outputs = tuple(_spec(v) for v in self.session.outputs)
         manifest = artifact.manifest
         self.name = manifest.name if manifest else artifact.path.stem
         self.version = str(manifest.metadata.get("version", "1")) if manifest else "1"
         self.input_by_name = {spec.name: spec for spec in self.inputs}
 
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, Any]:
+    def run(self, feeds: dict[str, Any]) -> dict[str, Any]:
+        """``Tensor`` (or numpy) feeds → every output: ``Tensor``, or lists/dicts for
+        sequence and map outputs."""
         try:
-            values = self.session.run(self._output_names, feeds)
-        except Exception as exc:  # a shape the graph rejects, a kernel failure, ...
+            return self.session.run(feeds)
+        except capi.OrtError as exc:  # a shape the graph rejects, a kernel failure, ...
             raise InferenceError(f"inference failed: {_first_line(exc)}") from exc
-        return dict(zip(self._output_names, values, strict=True))
+        except TypeError as exc:  # a user pipeline's feed that is no tensor
+            raise InferenceError(f"inference failed: {exc}") from exc
 
 
 def _first_line(exc: Exception) -> str:

@@ -1,126 +1,191 @@
-"""Request values → numpy arrays checked against the model's signature (dtype, rank, dims).
+"""Request values → ``Tensor``s checked against the model's signature (dtype, rank, dims).
 
-Every mismatch is an ``InvalidInputError`` whose message says what the model expects.
+JSON nested lists are flattened and typed the way numpy would infer them (all bools → bool,
+any float → float, ints → int, any string → string, anything else → mixed), then converted to
+the input's element type only where no value changes. Every mismatch is an
+``InvalidInputError`` whose message says what the model expects. No numpy: ``array`` packs.
 """
 
 from __future__ import annotations
 
+import array
+import struct
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import numpy as np
+from typing import Any, NamedTuple
 
 from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
+from handler.ort.tensor import Tensor, as_tensor
+
+# element type → array typecode (bool and float16 are packed by bytes() / struct)
+_TYPECODES = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h",
+              "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
+_FLOAT16_MAX = 65504.0
 
 
-def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarray]:
+class Values(NamedTuple):
+    """JSON values flattened: their shape, the elements in C order, numpy's inferred kind
+    (``b`` bool, ``i`` int, ``f`` float, ``U`` string, ``O`` mixed)."""
+
+    shape: tuple[int, ...]
+    flat: list[Any]
+    kind: str
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
     if isinstance(inputs, list):
         if len(specs) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        return check({specs[0].name: as_array(inputs, specs[0])}, specs)
+        return check({specs[0].name: values(inputs, specs[0])}, specs)
     if not isinstance(inputs, Mapping):
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
     by_name = {s.name: s for s in specs}
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Values] = {}
     for name, value in inputs.items():
         spec = by_name.get(name)
         if spec is None:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
-        arrays[name] = as_array(value, spec)
+        arrays[name] = values(value, spec)
     return check(arrays, specs)
 
 
-def as_array(value: Any, spec: TensorSpec) -> np.ndarray:
-    """JSON nested lists → an array of numpy's inferred dtype (checked by ``_coerce``)."""
-    try:
-        array = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
-    except (ValueError, TypeError):
-        raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged nested "
-                                f"lists?); expected {spec.describe()}") from None
-    if array.dtype.kind in "fO" and spec.dtype.kind in "iu":
-        return _exact_integers(value, array, spec)
-    return array
+def values(value: Any, spec: TensorSpec) -> Values:
+    """JSON nested lists → ``Values``; ragged nesting is an error."""
+    shape: list[int] = []
+    level = [value]
+    while level and type(level[0]) is list:
+        size = len(level[0])
+        if any(type(item) is not list or len(item) != size for item in level):
+            raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged "
+                                    f"nested lists?); expected {spec.describe()}")
+        shape.append(size)
+        level = [element for item in level for element in item]
+    types = set(map(type, level))
+    if list in types:
+        raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged "
+                                f"nested lists?); expected {spec.describe()}")
+    return Values(tuple(shape), level, _kind(types))
 
 
-def _exact_integers(value: Any, inferred: np.ndarray, spec: TensorSpec) -> np.ndarray:
-    """numpy infers float64 (or object) for integers beyond int64, e.g. [2**63 + 1, 0]: the
-    float loses digits. All-integer JSON for an integer input converts exactly instead."""
-    exact = np.asarray(value, dtype=object)
-    if exact.shape != inferred.shape or not all(type(v) is int for v in exact.flat):
-        return inferred  # real floats (or bools): the usual checks decide
-    try:
-        return exact.astype(spec.dtype)
-    except OverflowError:
-        raise InvalidInputError(f"input {spec.name!r}: expected integers in range for "
-                                f"{spec.dtype.name} ({spec.describe()})") from None
+def _kind(types: set[type]) -> str:
+    if types <= {float, int, bool}:
+        if not types or types == {bool}:
+            return "b" if types else "f"  # [] is float64 to numpy
+        return "f" if float in types else "i"
+    if types <= {str, bytes}:
+        return "U"
+    if types <= {str, bytes, float, int, bool}:
+        return "s"  # numbers among strings: numpy makes them all strings
+    return "O"
 
 
-def check(arrays: Mapping[str, np.ndarray], specs: Iterable[TensorSpec]) -> dict[str, np.ndarray]:
-    """Coerce each array to its input's dtype (only where no value changes) and check shapes."""
+def check(arrays: Mapping[str, Any],
+          specs: Iterable[TensorSpec]) -> dict[str, Tensor]:
+    """Convert each value to its input's element type (only where no value changes) and
+    check shapes."""
     specs = tuple(specs)
     missing = [s.name for s in specs if s.name not in arrays]
     if missing:
         raise InvalidInputError(f"missing input(s) {', '.join(map(repr, missing))}; the model "
                                 f"takes {_names(specs)}")
-    feeds: dict[str, np.ndarray] = {}
+    feeds: dict[str, Tensor] = {}
     symbols: dict[str, tuple[int, str]] = {}
     for spec in specs:
-        array = _coerce(arrays[spec.name], spec)
-        _check_shape(array, spec, symbols)
-        feeds[spec.name] = array
-    if len(arrays) != len(feeds):  # every spec matched one array: any more are unknown
+        tensor = _coerce(arrays[spec.name], spec)
+        _check_shape(tensor, spec, symbols)
+        feeds[spec.name] = tensor
+    if len(arrays) != len(feeds):  # every spec matched one value: any more are unknown
         unknown = set(arrays) - set(feeds)
         raise InvalidInputError(f"unknown input(s) {', '.join(map(repr, sorted(unknown)))}; "
                                 f"the model takes {_names(specs)}")
     return feeds
 
 
-def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
-    kind, want = array.dtype.kind, spec.dtype
-    if kind == "f" and want.kind == "f":  # JSON numbers for a float input: the hot path
-        return array.astype(want, copy=False)
-    if array.dtype == want and kind != "O":  # already exact (int64 JSON, binary tensors)
-        return array
-    if array.size == 0:  # JSON's [] carries no dtype: any empty array fits
-        return array.astype(want, copy=False)
-    if spec.datatype == "BYTES":
-        if kind in "USO" and (kind != "O" or all(isinstance(v, str | bytes) for v in array.flat)):
-            return array.astype(object, copy=False)
-    elif want.kind == "b":
+def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
+    want = spec.element
+    got = ""
+    if not isinstance(value, Values | Tensor):  # a numpy array (a user pipeline's, a test's)
+        value = as_tensor(value)
+    if isinstance(value, Tensor):  # binary bodies (.npy, V2)
+        if value.dtype == want:
+            return value
+        got = value.dtype  # converted as numpy's astype would, where no value changes
+        value = Values(value.shape, value.flat(), _KIND_OF[value.dtype])
+    shape, flat, kind = value
+    if not flat:  # JSON's [] carries no type: any empty tensor fits
+        return Tensor(want, shape, () if want == "string" else b"")
+    if want == "string":
+        if kind == "U":
+            return Tensor(want, shape, tuple(
+                v.decode("utf-8", "replace") if type(v) is bytes else v for v in flat))
+        kind = "O" if kind == "s" else kind  # as an object array: mixed values
+    elif want == "bool":
         if kind == "b":
-            return array
-    elif want.kind == "f":
-        if kind in "iu":
-            return array.astype(want, copy=False)
-    elif want.kind in "iu" and kind in "iuf":
-        # Only where no value changes: 3.0 → 3 is fine, 3.5 or an out-of-range value is not.
-        with np.errstate(invalid="ignore"):
-            converted = array.astype(want, copy=False)
-            if np.array_equal(converted, array):
-                return converted
-        raise InvalidInputError(f"input {spec.name!r}: expected integers in range for "
-                                f"{want.name} ({spec.describe()})")
-    names = {"U": "string", "S": "bytes", "O": "mixed values", "b": "bool"}
-    got = names.get(kind, array.dtype.name)
-    raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got {got}")
+            return Tensor(want, shape, bytes(flat))
+    elif want.startswith("float"):
+        if kind in "fi":
+            return Tensor(want, shape, _pack_floats(want, flat, spec))
+    elif want and kind in "fi":
+        return Tensor(want, shape, _pack_integers(want, flat, kind, spec))
+    names = {"U": "string", "s": "string", "O": "mixed values", "b": "bool", "f": "float64",
+             "i": "int64"}
+    raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
+                            f"{got or names[kind]}")
 
 
-def _check_shape(array: np.ndarray, spec: TensorSpec,
+_KIND_OF = {"float32": "f", "float64": "f", "float16": "f", "bool": "b", "string": "U",
+            **{name: "i" for name in ("int8", "int16", "int32", "int64", "uint8", "uint16",
+                                      "uint32", "uint64")}}
+
+
+def _pack_floats(want: str, flat: list[Any], spec: TensorSpec) -> bytes:
+    try:
+        if want == "float16":  # struct refuses what overflows half precision: numpy says inf
+            flat = [v if abs(v) <= _FLOAT16_MAX else v * float("inf") for v in flat]
+            return struct.pack(f"<{len(flat)}e", *flat)
+        return array.array(_TYPECODES[want], flat).tobytes()
+    except OverflowError:  # an integer beyond any float (10**400)
+        raise InvalidInputError(f"input {spec.name!r}: a number is out of range for "
+                                f"{want} ({spec.describe()})") from None
+
+
+def _pack_integers(want: str, flat: list[Any], kind: str, spec: TensorSpec) -> bytes:
+    """Only where no value changes: 3.0 → 3 is fine, 3.5 or an out-of-range value is not."""
+    if kind == "f":
+        if not all(type(v) is not float or v.is_integer() for v in flat):
+            raise _out_of_range(want, spec)
+        flat = [int(v) for v in flat]
+    try:
+        return array.array(_TYPECODES[want], flat).tobytes()
+    except (OverflowError, TypeError):
+        raise _out_of_range(want, spec) from None
+
+
+def _out_of_range(want: str, spec: TensorSpec) -> InvalidInputError:
+    return InvalidInputError(f"input {spec.name!r}: expected integers in range for {want} "
+                             f"({spec.describe()})")
+
+
+def _check_shape(tensor: Tensor, spec: TensorSpec,
                  symbols: dict[str, tuple[int, str]]) -> None:
-    if array.ndim != len(spec.shape):
+    if len(tensor.shape) != len(spec.shape):
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
-                                f"({spec.describe()}), got shape {list(array.shape)}")
+                                f"({spec.describe()}), got shape {list(tensor.shape)}")
     for axis, want in enumerate(spec.shape):
-        dim = array.shape[axis]
+        dim = tensor.shape[axis]
         if want.__class__ is int:
             if dim != want and want >= 0:
                 raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
-                                        f"shape {list(array.shape)} (axis {axis} must be {want})")
+                                        f"shape {list(tensor.shape)} (axis {axis} must be "
+                                        f"{want})")
         elif is_shared(want):  # a shared symbolic name: equal wherever it appears
             seen = symbols.setdefault(want, (dim, spec.name))
             if seen[0] != dim:
@@ -131,19 +196,16 @@ def _check_shape(array: np.ndarray, spec: TensorSpec,
 
 def to_json(value: Any) -> Any:
     """An output (tensor, or a sequence/map from a non-tensor output) → JSON-ready values."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "SO":
-            return [to_json(v) for v in value.tolist()] if value.ndim else to_json(value.item())
-        return value.tolist()
+    if isinstance(value, Tensor):
+        return value.json()
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list | tuple):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    tolist = getattr(value, "tolist", None)  # a numpy array or scalar from a user pipeline
+    return to_json(tolist()) if tolist is not None else value
 
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,19 +10,18 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from handler import tensors
 from handler.codecs.simple import parse_json
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import JSON, OCTET, Request, Response
 from handler.model import DATATYPES, Model
+from handler.ort.tensor import DTYPES, Tensor
 
 HEADER_LENGTH = "inference-header-content-length"
 
 
 class Decoded(NamedTuple):
-    feeds: dict[str, np.ndarray]
+    feeds: dict[str, Tensor]
     id: str | None
     outputs: dict[str, bool]  # requested output → binary?  (empty: all outputs, JSON)
     binary_default: bool
@@ -33,7 +32,7 @@ def decode(request: Request, model: Model) -> Decoded:
     if not isinstance(header, dict) or not isinstance(header.get("inputs"), list):
         raise BadRequestError('expected {"inputs": [{"name", "shape", "datatype", "data"}, ...]}')
     parameters = _object(header.get("parameters"), "parameters")
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Tensor | tensors.Values] = {}
     offset = 0
     for item in header["inputs"]:
         name, array, used = _input(item, binary, offset, model)
@@ -65,17 +64,17 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
     items, chunks = [], []
     for name, binary in wanted.items():
         value = outputs[name]
-        if not isinstance(value, np.ndarray):
+        if not isinstance(value, Tensor):
             raise InferenceError(f"output {name!r} is not a tensor (a sequence or map); "
                                  "use POST /predict for it")
-        datatype = specs[name].datatype or _datatype_of(value)
+        datatype = specs[name].datatype or _DATATYPE_OF[value.dtype]
         item: dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(value.shape)}
         if binary:
             chunk = _to_bytes(value, datatype)
             item["parameters"] = {"binary_data_size": len(chunk)}
             chunks.append(chunk)
         else:
-            item["data"] = tensors.to_json(value.reshape(-1))
+            item["data"] = value.reshape((value.size,)).json()
         items.append(item)
     body: dict[str, Any] = {"model_name": model.name, "model_version": model.version,
                             "outputs": items}
@@ -112,7 +111,8 @@ def _split(request: Request) -> tuple[Any, bytes]:
         raise BadRequestError(f"malformed JSON inference header: {exc}") from None
 
 
-def _input(item: Any, binary: bytes, offset: int, model: Model) -> tuple[str, np.ndarray, int]:
+def _input(item: Any, binary: bytes, offset: int,
+           model: Model) -> tuple[str, Tensor | tensors.Values, int]:
     item = _object(item, "inputs[]")
     name, datatype, shape = item.get("name"), item.get("datatype"), item.get("shape")
     if not isinstance(name, str):
@@ -139,17 +139,17 @@ def _input(item: Any, binary: bytes, offset: int, model: Model) -> tuple[str, np
                                  shape), size
     if "data" not in item:
         raise InvalidInputError(f"input {name!r}: needs \"data\" or binary_data_size")
-    # numpy's own dtype, checked by tensors.check: a value the label's dtype cannot hold
+    # typed like numpy would and checked by tensors.check: a value the label's dtype cannot hold
     # exactly (1.5 or 2**63 for INT64, "1.5" for FP32, 0/1 for BOOL) is refused, never cast
-    flat = tensors.as_array(item["data"], spec).reshape(-1)
-    if flat.size != count:
+    flat = tensors.values(item["data"], spec)
+    if len(flat.flat) != count:
         raise InvalidInputError(f"input {name!r}: shape {shape} needs {count} values, "
-                                f"got {flat.size}")
-    return name, flat.reshape(shape), 0
+                                f"got {len(flat.flat)}")
+    return name, flat._replace(shape=tuple(shape)), 0
 
 
 def _from_bytes(chunk: bytes, datatype: str, count: int, name: str,
-                shape: list[int]) -> np.ndarray:
+                shape: list[int]) -> Tensor:
     if datatype == "BYTES":
         values, pos = [], 0
         while pos < len(chunk):
@@ -164,29 +164,26 @@ def _from_bytes(chunk: bytes, datatype: str, count: int, name: str,
         if len(values) != count:
             raise InvalidInputError(f"input {name!r}: shape {shape} needs {count} values, "
                                     f"got {len(values)}")
-        return np.array(values, dtype=object).reshape(shape)
-    dtype = DATATYPES[datatype].newbyteorder("<")
-    if len(chunk) != count * dtype.itemsize:
+        return Tensor("string", tuple(shape), tuple(values))
+    dtype = DATATYPES[datatype]
+    itemsize = DTYPES[dtype][2]
+    if len(chunk) != count * itemsize:
         raise InvalidInputError(f"input {name!r}: shape {shape} of {datatype} needs "
-                                f"{count * dtype.itemsize} bytes, got {len(chunk)}")
-    return np.frombuffer(chunk, dtype=dtype).reshape(shape)
+                                f"{count * itemsize} bytes, got {len(chunk)}")
+    return Tensor(dtype, tuple(shape), chunk)  # little-endian, as the extension sends it
 
 
-def _to_bytes(value: np.ndarray, datatype: str) -> bytes:
+def _to_bytes(value: Tensor, datatype: str) -> bytes:
     if datatype == "BYTES":
         parts = []
-        for element in value.reshape(-1):
-            data = element if isinstance(element, bytes) else str(element).encode()
+        for element in value.data:
+            data = element.encode()
             parts += [struct.pack("<I", len(data)), data]
         return b"".join(parts)
-    return np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
+    return bytes(value.data)
 
 
-def _datatype_of(value: np.ndarray) -> str:
-    for datatype, dtype in DATATYPES.items():
-        if dtype == value.dtype:
-            return datatype
-    return "BYTES"
+_DATATYPE_OF = {dtype: datatype for datatype, dtype in DATATYPES.items()}
 
 
 def _object(value: Any, what: str) -> Mapping[str, Any]:

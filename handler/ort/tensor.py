@@ -71,10 +71,9 @@ class Tensor(NamedTuple):
 
     def json(self) -> Any:
         """``tolist`` for a JSON body: float32/float16 values as the shortest decimal that reads
-        back as the same float32/float16 (not float64's 17 digits), NaN and ±inf as ``None``."""
+        back as the same float32/float16 (not float64's 17 digits). NaN and ±inf stay floats:
+        the response encoder writes them as null (and counts them)."""
         if self.dtype not in _SHORT_DIGITS:
-            if self.dtype == "float64":
-                return nest([v if isfinite(v) else None for v in self.flat()], self.shape)
             return self.tolist()
         return nest(shortest(self.flat(), self.dtype), self.shape)
 
@@ -98,7 +97,7 @@ _SHORT_DIGITS = {"float32": (6, 7, 8, 9), "float16": (3, 4, 5)}
 _SMALLEST_NORMAL = {"float32": 1.1754943508222875e-38, "float16": 6.103515625e-05}
 
 
-def shortest(values: list[float], dtype: str) -> list[float | None]:
+def shortest(values: list[float], dtype: str) -> list[float]:
     """Each float32/float16 value (widened to a Python float) → the float of its shortest
     round-tripping decimal, so ``repr`` (and any JSON encoder) prints that decimal.
 
@@ -106,14 +105,12 @@ def shortest(values: list[float], dtype: str) -> list[float | None]:
     in C and one ``struct`` round trip checks it; the nearest p-digit decimal round-trips
     whenever any p-digit decimal does, so the first passing p is the shortest."""
     fmt = DTYPES[dtype][1]
-    out: list[float | None] = list(values)
+    out = list(values)
     tiny = _SMALLEST_NORMAL[dtype]
     pending = [i for i, v in enumerate(values) if isfinite(v) and not 0 < abs(v) < tiny]
-    if len(pending) != len(values):  # rare: NaN/inf, and subnormals (coarser than normal)
+    if len(pending) != len(values):  # rare: NaN/inf (kept), subnormals (coarser than normal)
         for i, v in enumerate(values):
-            if not isfinite(v):
-                out[i] = None
-            elif 0 < abs(v) < tiny:
+            if isfinite(v) and 0 < abs(v) < tiny:
                 out[i] = next(c for c in (float(f"%.{d}g" % v) for d in range(1, 10))
                               if struct.unpack(fmt, struct.pack(fmt, c))[0] == v)
     *passes, last = _SHORT_DIGITS[dtype]

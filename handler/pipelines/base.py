@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from handler.model import Model
+from handler.ort.tensor import Tensor
 
 
 class Pipeline:
@@ -25,11 +24,11 @@ class Pipeline:
         self.model = model
         self.options = dict(options)
 
-    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
         raise NotImplementedError
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, np.ndarray]) -> Any:
+                    feeds: Mapping[str, Tensor]) -> Any:
         raise NotImplementedError
 
     def example(self) -> Any:

@@ -48,7 +48,7 @@ class ClassifierPipeline(TensorPipeline):
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, np.ndarray]) -> Any:
-        scores = np.asarray(outputs[self.output], dtype=np.float64)
+        scores = np.asarray(outputs[self.output].tolist(), dtype=np.float64)
         if scores.ndim == 1:
             scores = scores[np.newaxis, :]
         if scores.ndim != 2:

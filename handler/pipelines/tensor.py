@@ -9,22 +9,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from handler import tensors
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
+from handler.ort.tensor import Tensor, zeros
 from handler.pipelines.base import Pipeline
 
 
 class TensorPipeline(Pipeline):
     name = "tensor"
 
-    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
         return tensors.from_json(inputs, self.model.inputs)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, np.ndarray]) -> Any:
+                    feeds: Mapping[str, Tensor]) -> Any:
         wanted = parameters.get("outputs")
         if wanted is not None:
             if not isinstance(wanted, list) or any(name not in outputs for name in wanted):
@@ -36,12 +35,9 @@ class TensorPipeline(Pipeline):
         return {spec.name: synthetic(spec).tolist() for spec in self.model.inputs}
 
 
-def synthetic(spec: TensorSpec) -> np.ndarray:
+def synthetic(spec: TensorSpec) -> Tensor:
     """A zero tensor with every dynamic dimension set to 1 (strings: empty)."""
-    shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec.shape)
-    if spec.datatype == "BYTES":
-        return np.full(shape, "", dtype=object)
-    return np.zeros(shape, dtype=spec.dtype)
+    return zeros(spec.element, tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec.shape))
 
 
 PIPELINE = TensorPipeline

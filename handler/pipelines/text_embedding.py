@@ -23,6 +23,7 @@ import numpy as np
 
 from handler.errors import InvalidInputError, ModelLoadError
 from handler.model import Model
+from handler.ort.tensor import Tensor, from_values
 from handler.pipelines.base import Pipeline
 
 REQUIREMENTS_HINT = "pip install -r layers/requirements-text.txt (the tokenizers package)"
@@ -64,7 +65,7 @@ class TextEmbeddingPipeline(Pipeline):
         if self.output not in {s.name for s in model.outputs}:
             raise ModelLoadError(f"text-embedding pipeline: no output {self.output!r}")
 
-    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
         sentences = [inputs] if isinstance(inputs, str) else inputs
         if (not isinstance(sentences, list) or not sentences
                 or not all(isinstance(s, str) for s in sentences)):
@@ -72,23 +73,14 @@ class TextEmbeddingPipeline(Pipeline):
         if len(sentences) > self.max_batch:
             raise InvalidInputError(f"{len(sentences)} sentences: at most {self.max_batch} "
                                     "per request")
-        encodings = self.tokenizer.encode_batch(sentences)
-        columns = {"input_ids": "ids", "attention_mask": "attention_mask",
-                   "token_type_ids": "type_ids"}
-        feeds = {}
-        for name, attribute in columns.items():
-            spec = self.model.input_by_name.get(name)
-            if spec is not None:
-                feeds[name] = np.array([getattr(e, attribute) for e in encodings],
-                                       dtype=spec.dtype)
-        return feeds
+        return _feeds(self.tokenizer.encode_batch(sentences), self.model)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, np.ndarray]) -> Any:
+                    feeds: Mapping[str, Tensor]) -> Any:
         # The model's own mask input when it has one, else padding told apart by its id.
-        mask = np.asarray(feeds["attention_mask"] if "attention_mask" in feeds
-                          else feeds["input_ids"] != self.pad_id, dtype=np.float32)
-        hidden = np.asarray(outputs[self.output], dtype=np.float32)
+        mask = np.asarray(feeds["attention_mask"].numpy() if "attention_mask" in feeds
+                          else feeds["input_ids"].numpy() != self.pad_id, dtype=np.float32)
+        hidden = np.asarray(outputs[self.output].numpy(), dtype=np.float32)
         if hidden.ndim == 3:
             hidden = mean_pool(hidden, mask) if self.pooling == "mean" else hidden[:, 0]
         if self.normalize:
@@ -98,6 +90,16 @@ class TextEmbeddingPipeline(Pipeline):
 
     def example(self) -> Any:
         return ["warm-up sentence"]
+
+
+def _feeds(encodings: list[Any], model: Model) -> dict[str, Tensor]:
+    """The model's token inputs, batch-padded (every encoding has the batch's length)."""
+    columns = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+    shape = (len(encodings), len(encodings[0].ids))
+    return {name: from_values(spec.element, shape,
+                              [v for e in encodings for v in getattr(e, attribute)])
+            for name, attribute in columns.items()
+            if (spec := model.input_by_name.get(name)) is not None}
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -1,22 +1,25 @@
 """A user pipeline: ``ONNX_LAMBDA_PIPELINE=package.module`` defining
 
-    def preprocess(inputs, parameters, model) -> dict[str, numpy.ndarray]
+    def preprocess(inputs, parameters, model) -> dict[str, numpy.ndarray | Tensor]
     def postprocess(outputs, parameters, model, feeds) -> JSON-serialisable
     def example(model) -> inputs            # optional: the warm-up input
 
 The module is imported once, at init; an import failure fails the init with a clear message.
+A module that imports numpy gets its outputs as numpy arrays (zero-copy views of the output
+buffers, as before the handler left numpy); one that does not gets ``handler.ort.tensor.Tensor``s
+(``.tolist()``, ``.shape``, ``.numpy()``), and numpy is never loaded for it.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from handler.errors import ModelLoadError
 from handler.model import Model
+from handler.ort.tensor import Tensor
 from handler.pipelines.tensor import TensorPipeline
 
 
@@ -33,11 +36,13 @@ class UserPipeline(TensorPipeline):
             raise ModelLoadError(f"pipeline module {module_name!r} lacks {', '.join(missing)}")
         self.name = module_name
 
-    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
         return self.module.preprocess(inputs, parameters, self.model)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, np.ndarray]) -> Any:
+                    feeds: Mapping[str, Any]) -> Any:
+        if "numpy" in sys.modules:  # the module works in numpy: views, no copies
+            outputs = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in outputs.items()}
         return self.module.postprocess(outputs, parameters, self.model, feeds)
 
     def example(self) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,8 +68,16 @@ def first_output(outputs: dict[str, np.ndarray], feeds: Feeds) -> np.ndarray:
 
 def collect(run: Callable[[Feeds], dict[str, np.ndarray]], samples: Sequence[Feeds],
             comparable: Comparable) -> np.ndarray:
-    """Run every sample batch and stack the comparable rows."""
-    return np.concatenate([comparable(run(feeds), feeds) for feeds in samples], axis=0)
+    """Run every sample batch and stack the comparable rows (``run``: onnxruntime's Python API,
+    or ``handler.model.Model.run``, whose tensors are viewed as numpy arrays here)."""
+    return np.concatenate([comparable(as_numpy(run(feeds)), feeds) for feeds in samples],
+                          axis=0)
+
+
+def as_numpy(outputs: dict[str, Any]) -> dict[str, Any]:
+    """The handler's output tensors as numpy views (sequences and maps as they are)."""
+    return {name: value.numpy() if hasattr(value, "numpy") else value
+            for name, value in outputs.items()}
 
 
 def compare(reference: np.ndarray, candidate: np.ndarray, *, classifier: bool) -> Accuracy:

@@ -30,6 +30,7 @@ from rich.table import Table
 from handler.model import Model
 from handler.pipelines import load as load_pipeline
 from onnx_lambda.build import measure
+from onnx_lambda.build.gate import as_numpy
 from onnx_lambda.examples import minilm
 from onnx_lambda.examples.sentences import SENTENCES
 
@@ -108,7 +109,7 @@ def _pipeline_embed(model: Model) -> Embed:
 def _ort_embed(model: Model, tok: Tokenizer) -> Embed:
     def embed(sentence: str) -> np.ndarray:
         feeds = minilm.encode(tok, [sentence])
-        return minilm.embed(model.run(feeds), feeds)[0]
+        return minilm.embed(as_numpy(model.run(feeds)), feeds)[0]
 
     return embed
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from handler.codecs.v2 import HEADER_LENGTH
+from handler.ort.tensor import as_tensor
 from tests.conftest import Context
 from tests.functional.test_handler_errors import http_event
 
@@ -72,7 +73,7 @@ def test_binary_overrun_is_400(multi: Any) -> None:
 def test_bytes_elements_are_length_prefixed() -> None:
     from handler.codecs.v2 import _from_bytes, _to_bytes
 
-    values = np.array(["héllo", "", "x"], dtype=object)
+    values = as_tensor(np.array(["héllo", "", "x"], dtype=object))
     raw = _to_bytes(values, "BYTES")
     assert raw[:4] == struct.pack("<I", len("héllo".encode()))
     assert _from_bytes(raw, "BYTES", 3, "s", [3]).tolist() == values.tolist()

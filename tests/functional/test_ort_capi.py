@@ -10,7 +10,6 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
 
 from handler.ort import capi
 from handler.ort.session import Session
@@ -98,10 +97,7 @@ def test_empty_tensors_and_zero_copy_inputs(tmp_path: Path) -> None:
 
 
 def test_string_tensors_both_ways(tmp_path: Path) -> None:
-    x = helper.make_tensor_value_info("text", TensorProto.STRING, ["n"])
-    y = helper.make_tensor_value_info("same", TensorProto.STRING, ["n"])
-    graph = helper.make_graph([helper.make_node("Identity", ["text"], ["same"])], "s", [x], [y])
-    path = models._save(graph, tmp_path / "s.onnx")
+    path = models.strings(tmp_path / "s.onnx")
     ours, theirs = _ours(path), _python_session(path)
     _assert_same_signature(ours, theirs)
     words = ["héllo", "", "wörld ✓"]
@@ -109,19 +105,10 @@ def test_string_tensors_both_ways(tmp_path: Path) -> None:
     assert got.tolist() == theirs.run(None, {"text": np.array(words, dtype=object)})[0].tolist()
 
 
-@pytest.mark.parametrize("labels", [{"classlabels_int64s": [0, 1, 2]},
-                                    {"classlabels_strings": ["a", "b", "c"]}])
-def test_sequence_of_maps_like_a_zipmap_classifier(tmp_path: Path, labels: dict) -> None:
-    x = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", 3])
-    key = TensorProto.INT64 if "classlabels_int64s" in labels else TensorProto.STRING
-    y = helper.make_value_info("zipped", helper.make_sequence_type_proto(
-        helper.make_map_type_proto(key, helper.make_tensor_type_proto(TensorProto.FLOAT, []))))
-    node = helper.make_node("ZipMap", ["probs"], ["zipped"], domain="ai.onnx.ml", **labels)
-    model = helper.make_model(helper.make_graph([node], "zip", [x], [y]), opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-    model.ir_version = 8
-    onnx.save(model, tmp_path / "zip.onnx")
-    ours, theirs = _ours(tmp_path / "zip.onnx"), _python_session(tmp_path / "zip.onnx")
+@pytest.mark.parametrize("labels", [[0, 1, 2], ["a", "b", "c"]])
+def test_sequence_of_maps_like_a_zipmap_classifier(tmp_path: Path, labels: list) -> None:
+    path = models.zipmap(tmp_path / "zip.onnx", labels)
+    ours, theirs = _ours(path), _python_session(path)
     _assert_same_signature(ours, theirs)
     probs = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], dtype=np.float32)
     assert ours.run({"probs": probs})["zipped"] == theirs.run(None, {"probs": probs})[0]

@@ -90,3 +90,34 @@ def scalar_io(path: Path) -> Path:
     ]
     graph = helper.make_graph(nodes, "scalar_io", [x, sr], [y, sr_out, copy])
     return _save(graph, path)
+
+
+def strings(path: Path) -> Path:
+    """text: string[n] → same: string[n] (Identity): string tensors both ways."""
+    x = helper.make_tensor_value_info("text", TensorProto.STRING, ["n"])
+    y = helper.make_tensor_value_info("same", TensorProto.STRING, ["n"])
+    graph = helper.make_graph([helper.make_node("Identity", ["text"], ["same"])], "strings",
+                              [x], [y])
+    return _save(graph, path)
+
+
+def zipmap(path: Path, labels: list[int] | list[str] | None = None) -> Path:
+    """probs: float32[n, 3] → zipped: seq(map(int64|string, float)) (ai.onnx.ml ZipMap, as
+    skl2onnx ends a classifier), plus probs_out: the same probabilities as a tensor."""
+    labels = labels or [0, 1, 2]
+    strings_ = isinstance(labels[0], str)
+    key = TensorProto.STRING if strings_ else TensorProto.INT64
+    x = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", 3])
+    zipped = helper.make_value_info("zipped", helper.make_sequence_type_proto(
+        helper.make_map_type_proto(key, helper.make_tensor_type_proto(TensorProto.FLOAT, []))))
+    out = helper.make_tensor_value_info("probs_out", TensorProto.FLOAT, ["n", 3])
+    attribute = {"classlabels_strings" if strings_ else "classlabels_int64s": labels}
+    nodes = [helper.make_node("ZipMap", ["probs"], ["zipped"], domain="ai.onnx.ml", **attribute),
+             helper.make_node("Identity", ["probs"], ["probs_out"])]
+    model = helper.make_model(helper.make_graph(nodes, "zipmap", [x], [zipped, out]),
+                              opset_imports=[helper.make_opsetid("", OPSET),
+                                             helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
