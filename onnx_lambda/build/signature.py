@@ -1,4 +1,4 @@
-"""Step 1: load and validate the ONNX file, record its signature, make sample inputs.
+"""Step 1: load and validate the ONNX file, record its signature (``ladder`` finds its example).
 
 Validation is by the two authorities that matter: the ONNX checker (a well-formed graph) and
 onnxruntime itself (a session on the CPU provider can be created).
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 from google.protobuf.message import DecodeError
@@ -26,8 +25,6 @@ _DTYPES = {
 }
 # Operator domains onnxruntime implements (standard ONNX, ONNX-ML, Microsoft contrib ops).
 _KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc"}
-SAMPLE_BATCH = 8
-SAMPLE_DIM = 16
 
 
 def load(path: Path) -> onnx.ModelProto:
@@ -70,24 +67,3 @@ def check_runnable(path: Path, model: onnx.ModelProto) -> ort.InferenceSession:
 
 def tensor_infos(args: list[ort.NodeArg]) -> tuple[TensorInfo, ...]:
     return tuple(TensorInfo(a.name, _DTYPES.get(a.type, a.type), tuple(a.shape)) for a in args)
-
-
-def synthetic_feeds(inputs: tuple[TensorInfo, ...], seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs for the accuracy gate of a model that came without samples: a batch of
-    ``SAMPLE_BATCH`` on the first dynamic axis, ``SAMPLE_DIM`` on other dynamic axes; floats
-    standard normal, integers 0/1 (valid as masks and as indices), strings empty."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for spec in inputs:
-        shape = tuple(d if isinstance(d, int) and d > 0
-                      else (SAMPLE_BATCH if axis == 0 else SAMPLE_DIM)
-                      for axis, d in enumerate(spec.shape))
-        if spec.dtype == "str":
-            feeds[spec.name] = np.full(shape, "", dtype=object)
-        elif spec.dtype == "bool":
-            feeds[spec.name] = rng.integers(0, 2, shape).astype(bool)
-        elif np.dtype(spec.dtype).kind == "f":
-            feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
-        else:
-            feeds[spec.name] = rng.integers(0, 2, shape).astype(spec.dtype)
-    return feeds

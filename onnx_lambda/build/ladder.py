@@ -1,0 +1,335 @@
+"""Find an input the model really runs on, when the user gave none (or only part of one).
+
+1. What the user fixed wins: ``--example`` arrays, ``--shape``, ``--dim``.
+2. Then what the graph says: static dims; shared ``dim_param`` names (``handler.dims.is_shared``)
+   are one size wherever they appear; a Conv / ConvTranspose / MatMul / Gemm that reads an input
+   directly with a constant weight fixes its channel or feature axis; an ``imgsz``-like metadata
+   entry (Ultralytics writes one) is tried first for image sides.
+3. The remaining free dims take the sizes of a short ladder, by role: batch (axis 0 of a rank ≥ 2
+   input, or a dim named like ``batch``) is 1; image sides (rank-4/5 inputs) try ``SPATIAL``;
+   every other dim (sequence, samples, features) tries ``LENGTHS``. Candidate *k* gives every
+   free dim the *k*-th size of its list. Integer scalars try ``RATES`` when named like a sample
+   rate, else ``SCALARS``; integer tensors try zeros, then ones, then small random ints; floats
+   are uniform in [0.05, 0.95) (no log/sqrt of zero or of a negative).
+4. Each candidate runs on onnxruntime's CPU provider; the first that runs and gives finite
+   outputs is the example. At most ``MAX_ATTEMPTS`` runs within ``MAX_SECONDS``; inputs above
+   ``MAX_ELEMENTS`` values are skipped. If none runs: ``NoExampleError`` with the first
+   candidate's onnxruntime error (one line) and the flags that would fix it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from handler.dims import is_shared
+from handler.manifest import TensorInfo
+from onnx_lambda.build.errors import ExampleArgumentError, NoExampleError
+from onnx_lambda.build.example import Feeds, Given, shape_text
+
+LENGTHS = (1, 16, 32, 64, 128, 224, 256, 320, 512, 640, 1024, 16000)
+SPATIAL = (224, 256, 320, 384, 416, 512, 640, 1024, 32, 64, 128, 16)
+RATES = (16000, 8000, 44100, 48000, 22050, 1)
+SCALARS = (1, 0, 16000, 8000, 44100)
+VARIANTS = ("zeros", "ones", "small")
+MAX_ATTEMPTS = 120
+MAX_SECONDS = 120.0
+MAX_ELEMENTS = 1 << 24  # 64 MB of float32 per input
+GATE_SAMPLES = 8  # the example and 7 more draws at its shapes, fewer for large inputs
+GATE_ELEMENTS = 1 << 22
+_BATCH_NAMES = re.compile(r"(batch|batch_?size|bs|n|b|num_batch)", re.IGNORECASE)
+_SIDE_NAMES = re.compile(r".*(height|width)|h|w", re.IGNORECASE)
+_RATE_NAMES = re.compile(r"(.*_)?(sr|sample_?rate|rate|fs|freq|hz)(_.*)?", re.IGNORECASE)
+_ORT_NOISE = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : |\S*onnxruntime_src/\S+:\d+\s+"
+                        r"(\S+\(.*?\)\s+)?(.*? was false\.\s*)?")
+
+Run = Callable[[Feeds], dict[str, object]]
+
+
+@dataclass(frozen=True)
+class Found:
+    feeds: Feeds
+    how: str  # for the build's output: which sizes and values made it run
+    samples: list[Feeds]  # the accuracy gate's inputs, ``feeds`` first
+
+
+@dataclass
+class _Axis:
+    label: str  # how a flag names it: the symbol, H/W, or D<axis>
+    sizes: tuple[int, ...]  # candidate sizes (one: fixed)
+    role: str  # fixed | batch | side | length
+
+
+def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
+         run: Run) -> Found:
+    """The first candidate ``run`` accepts with finite outputs (see the module docstring)."""
+    plan = _plan(model, inputs, given)
+    unranked = [s.name for s in inputs if s.name not in given.arrays and s.name in plan.unranked]
+    if unranked:
+        raise NoExampleError(f"input(s) {', '.join(unranked)} declare no shape: pass "
+                             + " ".join(f"--shape {n}=…" for n in unranked)
+                             + " or --example FILE")
+    deadline = time.monotonic() + MAX_SECONDS
+    tried, first_error, first_feeds = 0, "", ""
+    for k in range(plan.rungs):
+        shapes = plan.shapes(k)
+        if any(int(np.prod(s)) > MAX_ELEMENTS for s in shapes.values()):
+            continue
+        for s in range(plan.scalar_rungs):
+            for variant in plan.variants:
+                if tried >= MAX_ATTEMPTS or time.monotonic() > deadline:
+                    break
+                feeds = plan.draw(shapes, s, variant, seed=0)
+                tried += 1
+                error = _attempt(run, feeds)
+                if not error:
+                    how = "given" if plan.complete else f"candidate {tried}: {_how(feeds)}"
+                    return Found(feeds, how, [feeds, *_more(plan, run, shapes, s, variant)])
+                if plan.complete:
+                    raise NoExampleError(f"the given example ({_how(feeds)}) does not run the "
+                                         f"model: {error}")
+                if not first_error:
+                    first_error, first_feeds = error, _how(feeds)
+    raise NoExampleError(
+        f"no example input runs the model ({tried} candidate(s) tried; the first, "
+        f"{first_feeds}: {first_error}).\nPass a real one: {plan.advice()}")
+
+
+def _attempt(run: Run, feeds: Feeds) -> str:
+    """"" when ``run(feeds)`` works with finite outputs, else why not (one line)."""
+    try:
+        outputs = run(feeds)
+    except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
+        return first_line(exc)
+    bad = [name for name, value in outputs.items() if not _finite(value)]
+    return f"non-finite values in output(s) {', '.join(bad)}" if bad else ""
+
+
+def first_line(exc: BaseException) -> str:
+    """onnxruntime's message without its prefix and C++ source location, on one line."""
+    text = " ".join(str(exc).split())
+    return _ORT_NOISE.sub("", text)[:400] or type(exc).__name__
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind != "f" or bool(np.isfinite(value).all())
+    if isinstance(value, dict):
+        return all(_finite(np.asarray(v)) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def _more(plan: _Plan, run: Run, shapes: dict[str, tuple[int, ...]], s: int,
+          variant: str) -> list[Feeds]:
+    if plan.complete:
+        return []
+    elements = sum(int(np.prod(shape)) for shape in shapes.values())
+    count = max(1, min(GATE_SAMPLES, GATE_ELEMENTS // max(1, elements)))
+    draws = (plan.draw(shapes, s, variant, seed=seed) for seed in range(1, count))
+    return [feeds for feeds in draws if not _attempt(run, feeds)]
+
+
+def _how(feeds: Feeds) -> str:
+    return ", ".join(f"{name}={array.item()!r}" if array.ndim == 0
+                     else f"{name}={shape_text(array.shape)}" for name, array in feeds.items())
+
+
+class _Plan:
+    """Every input's axes resolved to fixed sizes or candidate lists, plus the value rules."""
+
+    def __init__(self, inputs: tuple[TensorInfo, ...], given: Given,
+                 axes: dict[str, list[_Axis]], scalars: dict[str, tuple[int, ...]],
+                 unranked: set[str]) -> None:
+        self.inputs, self.given, self.axes, self.scalars = inputs, given, axes, scalars
+        self.unranked = unranked
+        free = [a for axes_ in axes.values() for a in axes_]
+        self.rungs = max((len(a.sizes) for a in free), default=1)
+        self.scalar_rungs = max((len(v) for v in scalars.values()), default=1)
+        ints = any(_kind(s.dtype) in "iub" and s.name not in given.arrays
+                   and s.name not in scalars for s in inputs)
+        self.variants = VARIANTS if ints else VARIANTS[:1]
+        self.complete = all(s.name in given.arrays for s in inputs)
+
+    def shapes(self, k: int) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(a.sizes[min(k, len(a.sizes) - 1)] for a in axes)
+                for name, axes in self.axes.items()}
+
+    def draw(self, shapes: dict[str, tuple[int, ...]], s: int, variant: str,
+             seed: int) -> Feeds:
+        rng = np.random.default_rng(seed)
+        feeds: Feeds = {}
+        for spec in self.inputs:
+            if spec.name in self.given.arrays:
+                feeds[spec.name] = self.given.arrays[spec.name]
+                continue
+            shape, kind = shapes[spec.name], _kind(spec.dtype)
+            if spec.name in self.scalars:
+                values = self.scalars[spec.name]
+                feeds[spec.name] = np.full(shape, values[min(s, len(values) - 1)], spec.dtype)
+            elif kind == "O":
+                feeds[spec.name] = np.full(shape, "hello", dtype=object)
+            elif kind == "f":
+                feeds[spec.name] = (rng.random(shape) * 0.9 + 0.05).astype(spec.dtype)
+            elif variant == "small":
+                feeds[spec.name] = rng.integers(0, 2 if kind == "b" else 4, shape).astype(
+                    spec.dtype)
+            else:
+                feeds[spec.name] = np.full(shape, variant == "ones", dtype=spec.dtype)
+        return feeds
+
+    def flags(self, *, batch: bool = True) -> list[str]:
+        """``--shape`` for each input with free dims (their labels where a size is missing;
+        ``batch=False``: not for a free batch alone, whose 1 is rarely wrong), ``--dim`` for
+        each free shared symbol."""
+        shapes, dims = [], []
+        pinned = ("fixed",) if batch else ("fixed", "batch")
+        for spec in self.inputs:
+            axes = self.axes.get(spec.name, [])
+            if spec.name in self.given.arrays or all(a.role in pinned for a in axes):
+                continue
+            shapes.append(f"--shape {spec.name}=" + "x".join(
+                str(a.sizes[0]) if a.role in ("fixed", "batch") else a.label for a in axes))
+            dims += [f"--dim {a.label}=N" for a in axes
+                     if a.role not in ("fixed", "batch") and is_shared(a.label)]
+        return shapes + list(dict.fromkeys(dims))
+
+    def advice(self) -> str:
+        """The flags that fix what the ladder could not find, as one sentence."""
+        flags = self.flags()
+        shapes = [f for f in flags if f.startswith("--shape")]
+        labels = sorted({label for flag in shapes
+                         for label in re.findall(r"[A-Za-z_][\w.]*", flag.split("=", 1)[1])})
+        text = " ".join(shapes)
+        if labels:
+            text += f" (replace {', '.join(labels)} by sizes the model accepts)"
+        dims = [f for f in flags if f.startswith("--dim")]
+        if dims:
+            text += " or " + " ".join(dims)
+        if self.scalars:
+            values = ", ".join(f'"{n}": {v[0]}' for n, v in self.scalars.items())
+            text += f"; scalar values in --example FILE.json, e.g. {{{values}}}"
+        return (text + "; or --example FILE (.npz, .npy, .json)").lstrip("; ")
+
+
+def suggest(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...]) -> list[str]:
+    """What ``inspect`` advises: the flags that pin the free dims of ``inputs``."""
+    return _plan(model, inputs, Given()).flags(batch=False)
+
+
+def _kind(dtype: str) -> str:
+    return "O" if dtype == "str" else np.dtype(dtype).kind
+
+
+def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) -> _Plan:
+    unranked = {i.name for i in model.graph.input if not i.type.tensor_type.HasField("shape")}
+    hints = _weight_hints(model)
+    sides = _metadata_sides(model)
+    counts: dict[str, int] = {}
+    for spec in inputs:
+        for d in spec.shape:
+            if isinstance(d, str):
+                counts[d] = counts.get(d, 0) + 1
+    for symbol in given.dims:
+        if not is_shared(symbol) and counts.get(symbol, 0) > 1:
+            raise ExampleArgumentError(f"--dim {symbol}: {counts[symbol]} axes carry this "
+                                       "placeholder name and are not tied; use --shape")
+    symbols: dict[str, _Axis] = {s: _Axis(s, (n,), "fixed") for s, n in given.dims.items()}
+    axes: dict[str, list[_Axis]] = {}
+    scalars: dict[str, tuple[int, ...]] = {}
+    # sizes the user fixed, then those the weights fix, bind the symbols they carry
+    for user in (True, False):
+        for spec in inputs:
+            fixed = given.shapes.get(spec.name) if user else None
+            for axis, d in enumerate(spec.shape):
+                n = fixed[axis] if fixed is not None else None if user else hints.get(
+                    (spec.name, axis))
+                if n is None or not (is_shared(d) or d in given.dims):
+                    continue
+                bound = symbols.setdefault(d, _Axis(d, (n,), "fixed"))
+                if bound.sizes != (n,) and user:
+                    raise ExampleArgumentError(f"dimension {d!r} is {bound.sizes[0]} elsewhere "
+                                               f"but {n} in {spec.name}")
+    for spec in inputs:
+        fixed = given.shapes.get(spec.name)
+        rank = len(spec.shape)
+        resolved = []
+        sides_seen = 0
+        for axis, d in enumerate(spec.shape):
+            if fixed is not None:
+                resolved.append(_Axis(str(fixed[axis]), (fixed[axis],), "fixed"))
+                continue
+            if isinstance(d, int) and d > 0:
+                resolved.append(_Axis(str(d), (d,), "fixed"))
+                continue
+            if isinstance(d, str) and d in symbols:
+                resolved.append(symbols[d])
+                continue
+            if (spec.name, axis) in hints:
+                n = hints[spec.name, axis]
+                resolved.append(_Axis(str(n), (n,), "fixed"))
+                continue
+            role = _role(d, axis, rank)
+            if role == "side":
+                label = "HW"[sides_seen] if sides_seen < 2 else f"D{axis}"
+                sizes = ((sides[sides_seen],) if sides_seen < len(sides) else ()) + SPATIAL
+                sides_seen += 1
+            else:
+                label = f"D{axis}"
+                sizes = (1,) if role == "batch" else LENGTHS
+            axis_plan = _Axis(d if is_shared(d) else label, sizes, role)
+            resolved.append(symbols.setdefault(d, axis_plan) if is_shared(d) else axis_plan)
+        axes[spec.name] = resolved
+        if (spec.name not in given.arrays and _kind(spec.dtype) in "iu"
+                and all(a.sizes == (1,) for a in resolved)):
+            scalars[spec.name] = RATES if _RATE_NAMES.fullmatch(spec.name) else SCALARS
+    return _Plan(inputs, given, axes, scalars, unranked)
+
+
+def _role(dim: object, axis: int, rank: int) -> str:
+    name = dim if isinstance(dim, str) and is_shared(dim) else ""
+    if (name and _BATCH_NAMES.fullmatch(name)) or (not name and axis == 0 and rank >= 2):
+        return "batch"
+    if (name and _SIDE_NAMES.fullmatch(name)) or (rank in (4, 5) and axis >= 1):
+        return "side"
+    return "length"
+
+
+def _weight_hints(model: onnx.ModelProto) -> dict[tuple[str, int], int]:
+    """(input, axis) → size, from a node that reads a graph input with a constant weight."""
+    weights = {init.name: tuple(init.dims) for init in model.graph.initializer}
+    names = {i.name for i in model.graph.input} - set(weights)
+    hints: dict[tuple[str, int], int] = {}
+    for node in model.graph.node:
+        if len(node.input) < 2 or node.input[0] not in names or node.input[1] not in weights:
+            continue
+        w = weights[node.input[1]]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "Conv" and len(w) >= 3:
+            hints[node.input[0], 1] = w[1] * int(attrs.get("group", 1))
+        elif node.op_type == "ConvTranspose" and len(w) >= 3:
+            hints[node.input[0], 1] = w[0]
+        elif node.op_type == "MatMul" and len(w) == 2:
+            hints[node.input[0], -1] = w[0]
+        elif node.op_type == "Gemm" and len(w) == 2 and not attrs.get("transA", 0):
+            hints[node.input[0], -1] = w[1] if attrs.get("transB", 0) else w[0]
+    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in model.graph.input}
+    return {(name, axis % max(1, ranks[name])): size for (name, axis), size in hints.items()
+            if ranks.get(name)}
+
+
+def _metadata_sides(model: onnx.ModelProto) -> tuple[int, ...]:
+    """Image height and width from metadata like Ultralytics' ``imgsz: [640, 640]``."""
+    for prop in model.metadata_props:
+        if prop.key in ("imgsz", "image_size", "input_size"):
+            sizes = tuple(int(n) for n in re.findall(r"\d+", prop.value))
+            if sizes:
+                return sizes * 2 if len(sizes) == 1 else sizes[:2]
+    return ()
+
