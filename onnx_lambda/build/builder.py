@@ -78,10 +78,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             samples = spec.samples
             note(f"{len(samples)} sample batch(es) from the {spec.name} example")
         else:
-            names = [o.name for o in session.get_outputs()]
             found = ladder.find(proto, inputs, example.check(spec.given, inputs),
-                                lambda feeds: dict(zip(names, session.run(names, feeds),
-                                                       strict=True)))
+                                signature.runner(session))
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
         reference = spec.reference
@@ -179,13 +177,8 @@ def _batch_one(feeds: Feeds) -> Feeds:
 def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-
-    def run(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return dict(zip(names, session.run(names, feeds), strict=True))
-
-    return run
+    return signature.runner(ort.InferenceSession(str(path), options,
+                                                 providers=["CPUExecutionProvider"]))
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:

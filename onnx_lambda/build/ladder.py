@@ -42,7 +42,7 @@ MAX_SECONDS = 120.0
 MAX_ELEMENTS = 1 << 24  # 64 MB of float32 per input
 GATE_SAMPLES = 8  # the example and 7 more draws at its shapes, fewer for large inputs
 GATE_ELEMENTS = 1 << 22
-_BATCH_NAMES = re.compile(r"(batch|batch_?size|bs|n|b|num_batch)", re.IGNORECASE)
+_BATCH_NAMES = re.compile(r".*batch.*|bs", re.IGNORECASE)  # anywhere; N and B at axis 0 only
 _SIDE_NAMES = re.compile(r".*(height|width)|h|w", re.IGNORECASE)
 _RATE_NAMES = re.compile(r"(.*_)?(sr|sample_?rate|rate|fs|freq|hz)(_.*)?", re.IGNORECASE)
 _ORT_NOISE = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : |\S*onnxruntime_src/\S+:\d+\s+"
@@ -63,6 +63,7 @@ class _Axis:
     label: str  # how a flag names it: the symbol, H/W, or D<axis>
     sizes: tuple[int, ...]  # candidate sizes (one: fixed)
     role: str  # fixed | batch | side | length
+    shared: bool = False  # a shared dim_param: ``--dim label=N`` sets it
 
 
 def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
@@ -184,11 +185,11 @@ class _Plan:
                 feeds[spec.name] = np.full(shape, variant == "ones", dtype=spec.dtype)
         return feeds
 
-    def flags(self, *, batch: bool = True) -> list[str]:
+    def flags(self, *, batch: bool = True) -> tuple[list[str], list[str]]:
         """``--shape`` for each input with free dims (their labels where a size is missing;
         ``batch=False``: not for a free batch alone, whose 1 is rarely wrong), ``--dim`` for
-        each free shared symbol."""
-        shapes, dims = [], []
+        each free shared symbol; and the labels to replace."""
+        shapes, dims, labels = [], [], []
         pinned = ("fixed",) if batch else ("fixed", "batch")
         for spec in self.inputs:
             axes = self.axes.get(spec.name, [])
@@ -196,17 +197,16 @@ class _Plan:
                 continue
             shapes.append(f"--shape {spec.name}=" + "x".join(
                 str(a.sizes[0]) if a.role in ("fixed", "batch") else a.label for a in axes))
+            free = [a.label for a in axes if a.role not in ("fixed", "batch")]
+            labels += free
             dims += [f"--dim {a.label}=N" for a in axes
-                     if a.role not in ("fixed", "batch") and is_shared(a.label)]
-        return shapes + list(dict.fromkeys(dims))
+                     if a.role not in ("fixed", "batch") and a.shared]
+        return shapes + list(dict.fromkeys(dims)), list(dict.fromkeys(labels))
 
     def advice(self) -> str:
         """The flags that fix what the ladder could not find, as one sentence."""
-        flags = self.flags()
-        shapes = [f for f in flags if f.startswith("--shape")]
-        labels = sorted({label for flag in shapes
-                         for label in re.findall(r"[A-Za-z_][\w.]*", flag.split("=", 1)[1])})
-        text = " ".join(shapes)
+        flags, labels = self.flags()
+        text = " ".join(f for f in flags if f.startswith("--shape"))
         if labels:
             text += f" (replace {', '.join(labels)} by sizes the model accepts)"
         dims = [f for f in flags if f.startswith("--dim")]
@@ -220,7 +220,7 @@ class _Plan:
 
 def suggest(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...]) -> list[str]:
     """What ``inspect`` advises: the flags that pin the free dims of ``inputs``."""
-    return _plan(model, inputs, Given()).flags(batch=False)
+    return _plan(model, inputs, Given()).flags(batch=False)[0]
 
 
 def _kind(dtype: str) -> str:
@@ -258,7 +258,6 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
                                                f"but {n} in {spec.name}")
     for spec in inputs:
         fixed = given.shapes.get(spec.name)
-        rank = len(spec.shape)
         resolved = []
         sides_seen = 0
         for axis, d in enumerate(spec.shape):
@@ -275,7 +274,7 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
                 n = hints[spec.name, axis]
                 resolved.append(_Axis(str(n), (n,), "fixed"))
                 continue
-            role = _role(d, axis, rank)
+            role = _role(d, axis, spec)
             if role == "side":
                 label = "HW"[sides_seen] if sides_seen < 2 else f"D{axis}"
                 sizes = ((sides[sides_seen],) if sides_seen < len(sides) else ()) + SPATIAL
@@ -283,7 +282,7 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
             else:
                 label = f"D{axis}"
                 sizes = (1,) if role == "batch" else LENGTHS
-            axis_plan = _Axis(d if is_shared(d) else label, sizes, role)
+            axis_plan = _Axis(d if is_shared(d) else label, sizes, role, is_shared(d))
             resolved.append(symbols.setdefault(d, axis_plan) if is_shared(d) else axis_plan)
         axes[spec.name] = resolved
         if (spec.name not in given.arrays and _kind(spec.dtype) in "iu"
@@ -292,11 +291,14 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
     return _Plan(inputs, given, axes, scalars, unranked)
 
 
-def _role(dim: object, axis: int, rank: int) -> str:
+def _role(dim: object, axis: int, spec: TensorInfo) -> str:
     name = dim if isinstance(dim, str) and is_shared(dim) else ""
-    if (name and _BATCH_NAMES.fullmatch(name)) or (not name and axis == 0 and rank >= 2):
+    rank = len(spec.shape)
+    if _BATCH_NAMES.fullmatch(name) or (axis == 0 and rank >= 2 and (
+            not name or name in ("N", "B", "n", "b"))):
         return "batch"
-    if (name and _SIDE_NAMES.fullmatch(name)) or (rank in (4, 5) and axis >= 1):
+    image = rank in (4, 5) and axis >= 1 and spec.dtype in ("float32", "float16", "uint8")
+    if (name and _SIDE_NAMES.fullmatch(name)) or (not name and image):
         return "side"
     return "length"
 

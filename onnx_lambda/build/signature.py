@@ -6,7 +6,9 @@ onnxruntime itself (a session on the CPU provider can be created).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 import onnxruntime as ort
@@ -63,6 +65,20 @@ def check_runnable(path: Path, model: onnx.ModelProto) -> ort.InferenceSession:
         if "NOT_IMPLEMENTED" in first or "not a registered function" in first:
             raise UnsupportedOpsError(f"{path}: onnxruntime cannot run it: {first}") from exc
         raise InvalidModelError(f"{path}: onnxruntime cannot load it: {first}") from exc
+
+
+def runner(session: ort.InferenceSession) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``run(feeds) → {output name: value}``; a failing run raises without onnxruntime's own
+    error log on stderr (the build reports it once, in one line)."""
+    names = [o.name for o in session.get_outputs()]
+    ort.set_default_logger_severity(3)  # a kernel's failure is logged by the default logger
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 3
+
+    def run(feeds: dict[str, Any]) -> dict[str, Any]:
+        return dict(zip(names, session.run(names, feeds, quiet), strict=True))
+
+    return run
 
 
 def tensor_infos(args: list[ort.NodeArg]) -> tuple[TensorInfo, ...]:
