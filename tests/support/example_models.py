@@ -85,3 +85,15 @@ def dims_zoo(path: Path) -> Path:
     nodes = [helper.make_node("MatMul", ["a", "w"], ["total"], name="project"),
              helper.make_node("Size", ["b"], ["count"])]
     return _save(nodes, [a, b], [total, count], [w], path)
+
+
+def empty_output(path: Path) -> Path:
+    """x: float32[batch, 4] → nothing: float32[batch, 0] (x @ W sliced to no columns): an output
+    the accuracy gate has nothing to compare in, beside a quantizable MatMul."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("nothing", TensorProto.FLOAT, ["batch", 0])
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["projected"], name="project"),
+             helper.make_node("Slice", ["projected", "start", "stop", "axis"], ["nothing"])]
+    inits = [w, _const("start", [0]), _const("stop", [0]), _const("axis", [1])]
+    return _save(nodes, [x], [y], inits, path)

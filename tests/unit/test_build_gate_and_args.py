@@ -1,0 +1,72 @@
+"""Pure parts of the build: the example flags' parsing and checks, the gate's comparisons."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from handler.manifest import TensorInfo
+from onnx_lambda.build import example
+from onnx_lambda.build.errors import ExampleArgumentError
+from onnx_lambda.build.gate import Thresholds, comparable_outputs, compare
+
+INPUTS = (TensorInfo("images", "float32", ("batch", 3, "?", "?")),
+          TensorInfo("sr", "int64", ()))
+
+
+def test_shape_and_dim_flags_parse() -> None:
+    given = example.parse(None, ["images=1x3x640x480", "sr="], ["batch=1"])
+    assert given.shapes == {"images": (1, 3, 640, 480), "sr": ()}
+    assert given.dims == {"batch": 1}
+    assert example.check(given, INPUTS).shapes["images"] == (1, 3, 640, 480)
+
+
+@pytest.mark.parametrize(("shapes", "dims", "message"), [
+    (["images"], [], "expected NAME=1x3x224x224"),
+    (["images=1x3x-1x2"], [], "expected NAME=1x3x224x224"),
+    ([], ["batch=x"], "expected SYMBOL=N"),
+    (["images=1x4x8x8"], [], "does not fit the model's batchx3x?x?"),  # static channels are 3
+    (["images=1x3x8"], [], "does not fit"),
+    (["labels=1"], [], "unknown input(s) labels"),
+    ([], ["height=8"], "no input axis is named height"),
+])
+def test_flags_that_do_not_fit_are_refused(shapes: list[str], dims: list[str],
+                                           message: str) -> None:
+    with pytest.raises(ExampleArgumentError, match=re.escape(message)):
+        example.check(example.parse(None, shapes, dims), INPUTS)
+
+
+def test_example_arrays_are_coerced_exactly() -> None:
+    given = example.Given(arrays={"images": np.zeros((1, 3, 2, 2)), "sr": 16000})
+    checked = example.check(given, INPUTS)
+    assert checked.arrays["images"].dtype == np.float32 and checked.arrays["sr"].dtype == np.int64
+    assert checked.shapes == {"images": (1, 3, 2, 2), "sr": ()}
+    with pytest.raises(ExampleArgumentError, match="do not fit int64 exactly"):
+        example.check(example.Given(arrays={"sr": 16000.5}), INPUTS)
+    with pytest.raises(ExampleArgumentError, match="feeds a single-input model"):
+        example.check(example.Given(arrays={"": np.zeros(2)}), INPUTS)
+
+
+def test_the_gate_compares_labels_and_vectors_separately() -> None:
+    reference = {"label": np.array([["a", "b", "c", "d"]]),
+                 "scores": np.array([[1.0, 0.0], [0.0, 1.0]])}
+    candidate = {"label": np.array([["a", "b", "c", "x"]]),
+                 "scores": np.array([[1.0, 0.0], [1.0, 1.0]])}
+    accuracy = compare(reference, candidate, classifier=True)
+    assert accuracy.agreement == 0.75
+    assert accuracy.min_cosine == pytest.approx(2 ** -0.5) and accuracy.top1 == 0.5
+    assert accuracy.compared == ("label (agreement)", "scores (cosine)")
+    assert accuracy.failures(Thresholds()) != []
+    assert compare({}, {}, classifier=False).describe().startswith("nothing comparable")
+
+
+def test_comparable_outputs_reads_maps_strings_and_skips_the_rest() -> None:
+    outputs = {"label": np.array(["b", "a"], dtype=object),
+               "probabilities": [{"b": 0.25, "a": 0.75}, {"a": 0.5, "b": 0.5}],
+               "empty": np.zeros((1, 0), np.float32), "opaque": object()}
+    rows = comparable_outputs(outputs, {})
+    assert sorted(rows) == ["label", "probabilities"]
+    assert rows["label"].tolist() == [["b", "a"]]
+    assert rows["probabilities"].tolist() == [[0.75, 0.25], [0.5, 0.5]]  # by key: a, b
