@@ -19,9 +19,10 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,28 +78,36 @@ def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
                              + " or --example FILE")
     deadline = time.monotonic() + MAX_SECONDS
     tried, first_error, first_feeds = 0, "", ""
-    for k in range(plan.rungs):
-        shapes = plan.shapes(k)
-        if any(int(np.prod(s)) > MAX_ELEMENTS for s in shapes.values()):
-            continue
-        for s in range(plan.scalar_rungs):
-            for variant in plan.variants:
-                if tried >= MAX_ATTEMPTS or time.monotonic() > deadline:
-                    break
-                feeds = plan.draw(shapes, s, variant, seed=0)
-                tried += 1
-                error = _attempt(run, feeds)
-                if not error:
-                    how = "given" if plan.complete else f"candidate {tried}: {_how(feeds)}"
-                    return Found(feeds, how, [feeds, *_more(plan, run, shapes, s, variant)])
-                if plan.complete:
-                    raise NoExampleError(f"the given example ({_how(feeds)}) does not run the "
-                                         f"model: {error}")
-                if not first_error:
-                    first_error, first_feeds = error, _how(feeds)
+    for shapes, s, variant in itertools.islice(_candidates(plan), MAX_ATTEMPTS):
+        if time.monotonic() > deadline:
+            break
+        feeds = plan.draw(shapes, s, variant, seed=0)
+        tried += 1
+        error = _attempt(run, feeds)
+        if not error:
+            how = "given" if plan.complete else f"candidate {tried}: {_how(feeds)}"
+            return Found(feeds, how, [feeds, *_more(plan, run, shapes, s, variant)])
+        if plan.complete:
+            raise NoExampleError(f"the given example ({_how(feeds)}) does not run the model: "
+                                 f"{error}")
+        if not first_error:
+            first_error, first_feeds = error, _how(feeds)
     raise NoExampleError(
         f"no example input runs the model ({tried} candidate(s) tried; the first, "
         f"{first_feeds}: {first_error}).\nPass a real one: {plan.advice()}")
+
+
+def _candidates(plan: _Plan) -> Iterator[tuple[dict[str, tuple[int, ...]], int, str]]:
+    """(shapes, scalar rung, integer variant) in ladder order, each set of shapes once."""
+    seen = []
+    for k in range(plan.rungs):
+        shapes = plan.shapes(k)
+        if shapes in seen or any(int(np.prod(s)) > MAX_ELEMENTS for s in shapes.values()):
+            continue
+        seen.append(shapes)
+        for s in range(plan.scalar_rungs):
+            for variant in plan.variants:
+                yield shapes, s, variant
 
 
 def _attempt(run: Run, feeds: Feeds) -> str:
@@ -106,12 +115,12 @@ def _attempt(run: Run, feeds: Feeds) -> str:
     try:
         outputs = run(feeds)
     except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
-        return first_line(exc)
+        return _first_line(exc)
     bad = [name for name, value in outputs.items() if not _finite(value)]
     return f"non-finite values in output(s) {', '.join(bad)}" if bad else ""
 
 
-def first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException) -> str:
     """onnxruntime's message without its prefix and C++ source location, on one line."""
     text = " ".join(str(exc).split())
     return _ORT_NOISE.sub("", text)[:400] or type(exc).__name__
@@ -129,7 +138,9 @@ def _finite(value: object) -> bool:
 
 def _more(plan: _Plan, run: Run, shapes: dict[str, tuple[int, ...]], s: int,
           variant: str) -> list[Feeds]:
-    if plan.complete:
+    random = variant == "small" or any(_kind(spec.dtype) == "f" and spec.name not in
+                                       plan.given.arrays for spec in plan.inputs)
+    if not random:  # every draw would be the example again
         return []
     elements = sum(int(np.prod(shape)) for shape in shapes.values())
     count = max(1, min(GATE_SAMPLES, GATE_ELEMENTS // max(1, elements)))
