@@ -222,6 +222,7 @@ class Service:
         return manifest.example if own else self.pipeline.example()
 
     warmup_status = "off"  # "ok", or "failed: <why>" when a guessed example did not run
+    _example_feeds: dict[str, Any] | None = None  # the manifest's example_file, once read
 
     def warm_up(self) -> None:
         """One real inference: on the manifest's example (``example_file``, else ``example``
@@ -232,7 +233,9 @@ class Service:
             return
         manifest = self.model.artifact.manifest
         if manifest is not None and manifest.example_file:
-            self.model.run(self._example_file(manifest.example_file))
+            if self._example_feeds is None:  # read once: warmer pings run it again
+                self._example_feeds = self._example_file(manifest.example_file)
+            self.model.run(self._example_feeds)
             self.warmup_status = "ok"
             return
         recorded = (manifest is not None and manifest.example is not None
