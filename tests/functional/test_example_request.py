@@ -3,6 +3,7 @@ answers with 200, for an inline example and for ``example_file`` ones (.npy, V2 
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 import tempfile
@@ -24,7 +25,7 @@ def replay(command: str, service: Any) -> tuple[int, dict[str, Any]]:
     words = shlex.split(command)
     path = words[2].removeprefix("http://host")
     headers, body = {}, b""
-    for flag, value in zip(words[3:], words[4:], strict=False):
+    for flag, value in itertools.pairwise(words[3:]):
         if flag == "-H":
             key, _, val = value.partition(": ")
             headers[key] = val
