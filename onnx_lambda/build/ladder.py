@@ -6,11 +6,13 @@
    directly with a constant weight fixes its channel or feature axis; an ``imgsz``-like metadata
    entry (Ultralytics writes one) is tried first for image sides.
 3. The remaining free dims take the sizes of a short ladder, by role: batch (axis 0 of a rank ≥ 2
-   input, or a dim named like ``batch``) is 1; image sides (rank-4/5 inputs) try ``SPATIAL``;
-   every other dim (sequence, samples, features) tries ``LENGTHS``. Candidate *k* gives every
-   free dim the *k*-th size of its list. Integer scalars try ``RATES`` when named like a sample
-   rate, else ``SCALARS``; integer tensors try zeros, then ones, then small random ints; floats
-   are uniform in [0.05, 0.95) (no log/sqrt of zero or of a negative).
+   input unless named like a sequence, or a dim named like ``batch``) is 1; image sides
+   (rank-4/5 float/uint8 inputs) try ``SPATIAL``; every other dim (sequence, samples, features)
+   tries ``LENGTHS``. Candidate *k* gives every free dim the *k*-th size of its list; a lone
+   anonymous axis between static ones (an RNN state's ``[layers, ?, hidden]``, usually a batch)
+   also tries 1 at each rung. Integer scalars (the outermost loop) try ``RATES`` when named like
+   a sample rate, else ``SCALARS``; integer tensors try zeros, then ones, then small random
+   ints; floats are uniform in [0.05, 0.95) (no log/sqrt of zero or of a negative).
 4. Each candidate runs on onnxruntime's CPU provider; the first that runs and gives finite
    outputs is the example. At most ``MAX_ATTEMPTS`` runs within ``MAX_SECONDS``; inputs above
    ``MAX_ELEMENTS`` values are skipped. If none runs: ``NoExampleError`` with the first
@@ -19,6 +21,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import time
@@ -38,12 +41,13 @@ SPATIAL = (224, 256, 320, 384, 416, 512, 640, 1024, 32, 64, 128, 16)
 RATES = (16000, 8000, 44100, 48000, 22050, 1)
 SCALARS = (1, 0, 16000, 8000, 44100)
 VARIANTS = ("zeros", "ones", "small")
-MAX_ATTEMPTS = 120
+MAX_ATTEMPTS = 200
 MAX_SECONDS = 120.0
 MAX_ELEMENTS = 1 << 24  # 64 MB of float32 per input
 GATE_SAMPLES = 8  # the example and 7 more draws at its shapes, fewer for large inputs
 GATE_ELEMENTS = 1 << 22
-_BATCH_NAMES = re.compile(r".*batch.*|bs", re.IGNORECASE)  # anywhere; N and B at axis 0 only
+_BATCH_NAMES = re.compile(r".*batch.*|bs", re.IGNORECASE)
+_LENGTH_NAMES = re.compile(r".*(seq|len|time|token|frame|sample|step|word|char).*", re.IGNORECASE)
 _SIDE_NAMES = re.compile(r".*(height|width)|h|w", re.IGNORECASE)
 _RATE_NAMES = re.compile(r"(.*_)?(sr|sample_?rate|rate|fs|freq|hz)(_.*)?", re.IGNORECASE)
 _ORT_NOISE = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : |\S*onnxruntime_src/\S+:\d+\s+"
@@ -98,16 +102,19 @@ def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
 
 
 def _candidates(plan: _Plan) -> Iterator[tuple[dict[str, tuple[int, ...]], int, str]]:
-    """(shapes, scalar rung, integer variant) in ladder order, each set of shapes once."""
-    seen = []
-    for k in range(plan.rungs):
-        shapes = plan.shapes(k)
-        if shapes in seen or any(int(np.prod(s)) > MAX_ELEMENTS for s in shapes.values()):
-            continue
-        seen.append(shapes)
-        for s in range(plan.scalar_rungs):
-            for variant in plan.variants:
-                yield shapes, s, variant
+    """(shapes, scalar rung, integer variant): scalar values outermost (their lists are short
+    and ordered by plausibility), then the ladder's rungs, each set of shapes once."""
+    for s in range(plan.scalar_rungs):
+        seen = []
+        for k in range(plan.rungs):
+            for lone_one in plan.modes:
+                shapes = plan.shapes(k, lone_one)
+                if shapes in seen or any(int(np.prod(d)) > MAX_ELEMENTS
+                                         for d in shapes.values()):
+                    continue
+                seen.append(shapes)
+                for variant in plan.variants:
+                    yield shapes, s, variant
 
 
 def _attempt(run: Run, feeds: Feeds) -> str:
@@ -168,9 +175,12 @@ class _Plan:
                    and s.name not in scalars for s in inputs)
         self.variants = VARIANTS if ints else VARIANTS[:1]
         self.complete = all(s.name in given.arrays for s in inputs)
+        self.modes = (False, True) if any(a.role == "lone" for a in free) else (False,)
 
-    def shapes(self, k: int) -> dict[str, tuple[int, ...]]:
-        return {name: tuple(a.sizes[min(k, len(a.sizes) - 1)] for a in axes)
+    def shapes(self, k: int, lone_one: bool = False) -> dict[str, tuple[int, ...]]:
+        """Rung ``k`` of every axis; ``lone_one``: lone axes (see ``_plan``) at 1 instead."""
+        return {name: tuple(1 if lone_one and a.role == "lone"
+                            else a.sizes[min(k, len(a.sizes) - 1)] for a in axes)
                 for name, axes in self.axes.items()}
 
     def draw(self, shapes: dict[str, tuple[int, ...]], s: int, variant: str,
@@ -295,6 +305,12 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
                 sizes = (1,) if role == "batch" else LENGTHS
             axis_plan = _Axis(d if is_shared(d) else label, sizes, role, is_shared(d))
             resolved.append(symbols.setdefault(d, axis_plan) if is_shared(d) else axis_plan)
+        free = [i for i, a in enumerate(resolved) if a.role != "fixed"]
+        if len(resolved) >= 3 and len(free) == 1 and 0 < free[0] < len(resolved) - 1 \
+                and resolved[free[0]].role == "length" and not resolved[free[0]].shared:
+            # one anonymous axis between static ones, like an RNN state's [layers, ?, hidden]:
+            # often a batch, so each rung also tries it at 1
+            resolved[free[0]] = dataclasses.replace(resolved[free[0]], role="lone")
         axes[spec.name] = resolved
         if (spec.name not in given.arrays and _kind(spec.dtype) in "iu"
                 and all(a.sizes == (1,) for a in resolved)):
@@ -305,8 +321,8 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
 def _role(dim: object, axis: int, spec: TensorInfo) -> str:
     name = dim if isinstance(dim, str) and is_shared(dim) else ""
     rank = len(spec.shape)
-    if _BATCH_NAMES.fullmatch(name) or (axis == 0 and rank >= 2 and (
-            not name or name in ("N", "B", "n", "b"))):
+    if _BATCH_NAMES.fullmatch(name) or (axis == 0 and rank >= 2
+                                        and not _LENGTH_NAMES.fullmatch(name)):
         return "batch"
     image = rank in (4, 5) and axis >= 1 and spec.dtype in ("float32", "float16", "uint8")
     if (name and _SIDE_NAMES.fullmatch(name)) or (not name and image):

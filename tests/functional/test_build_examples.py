@@ -65,6 +65,19 @@ def test_an_enumerated_scalar(tmp_path: Path, valid: tuple[int, ...], name: str,
     assert make_service(out).warmup_status == "ok"
 
 
+def test_state_tensors_a_scalar_and_a_minimum_length_together(
+        tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    """The state's anonymous axis must equal x's batch: at 512 samples only the rung that keeps
+    that lone axis at 1 runs."""
+    source = example_models.vad_like(tmp_path / "vad.onnx")
+    out = tmp_path / "vad"
+    assert build(source, out) == 0
+    example = example_of(out)
+    assert example["x"].shape == (1, 512) and example["state"].shape == (2, 1, 8)
+    assert int(example["sr"]) == 16000
+    assert make_service(out).warmup_status == "ok"
+
+
 def test_no_example_found_exits_7_with_the_error_and_the_flag(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = example_models.rows_of(tmp_path / "rows96.onnx", width=96)  # no ladder size fits

@@ -97,3 +97,36 @@ def empty_output(path: Path) -> Path:
              helper.make_node("Slice", ["projected", "start", "stop", "axis"], ["nothing"])]
     inits = [w, _const("start", [0]), _const("stop", [0]), _const("axis", [1])]
     return _save(nodes, [x], [y], inits, path)
+
+
+def vad_like(path: Path, kernel: int = 512) -> Path:
+    """Like a voice-activity model: x: float32[?, ?] (batch, samples), state: float32[2, ?, 8]
+    (its anonymous axis must equal x's batch), sr: int64 scalar that must be 16000 or 8000 →
+    prob: float32[?, 1], next_state: float32[3, ?, 8]. Needs ≥ ``kernel`` samples (a Conv)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None])
+    state = helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, None, 8])
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    prob = helper.make_tensor_value_info("prob", TensorProto.FLOAT, [None, 1])
+    next_state = helper.make_tensor_value_info("next_state", TensorProto.FLOAT, [3, None, 8])
+    taps = numpy_helper.from_array(np.full((1, 1, kernel), 1.0 / kernel, np.float32), "taps")
+    nodes = [helper.make_node("Unsqueeze", ["x", "axis1"], ["x3"]),
+             helper.make_node("Conv", ["x3", "taps"], ["filtered"], name="filter"),
+             helper.make_node("ReduceMean", ["filtered"], ["energy"], axes=[1, 2], keepdims=0),
+             helper.make_node("Unsqueeze", ["energy", "axis1"], ["energy2"]),  # [b, 1]
+             helper.make_node("Equal", ["sr", "r16"], ["is16"]),
+             helper.make_node("Equal", ["sr", "r8"], ["is8"]),
+             helper.make_node("Or", ["is16", "is8"], ["ok"]),
+             helper.make_node("Cast", ["ok"], ["ok_i"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["ok_i", "one"], ["width"]),
+             helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
+             helper.make_node("Reshape", ["energy2", "target"], ["prob"], name="by_rate",
+                              allowzero=1),
+             helper.make_node("Expand", ["energy2", "row8"], ["wide"]),  # [b, 8]
+             helper.make_node("Unsqueeze", ["wide", "axis0"], ["wide3"]),  # [1, b, 8]
+             helper.make_node("Concat", ["wide3", "state"], ["next_state"], axis=0,
+                              name="stack_state")]
+    inits = [taps, _const("axis0", [0]), _const("axis1", [1]),
+             _const("one", [1]), _const("minus_one", [-1]), _const("row8", [1, 8]),
+             numpy_helper.from_array(np.array(16000, np.int64), "r16"),
+             numpy_helper.from_array(np.array(8000, np.int64), "r8")]
+    return _save(nodes, [x, state, sr], [prob, next_state], inits, path)
