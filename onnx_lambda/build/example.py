@@ -131,12 +131,12 @@ def _coerce(name: str, value: Any, spec: TensorInfo) -> np.ndarray:
         raise ExampleArgumentError(f"--example: input {name}: not a rectangular array") from None
     if spec.dtype == "str":
         return array
-    target = np.dtype(spec.dtype)
     try:
+        target = np.dtype(spec.dtype)
         cast = array.astype(target)
     except (TypeError, ValueError):
         raise ExampleArgumentError(f"--example: input {name}: {array.dtype} values for a "
-                                   f"{target} input") from None
+                                   f"{spec.dtype} input") from None
     if target.kind != "f" and not np.array_equal(cast, array):
         raise ExampleArgumentError(f"--example: input {name}: {array.dtype} values do not fit "
                                    f"{target} exactly")

@@ -75,6 +75,11 @@ def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
          run: Run) -> Found:
     """The first candidate ``run`` accepts with finite outputs (see the module docstring)."""
     plan = _plan(model, inputs, given)
+    foreign = [f"{s.name} ({s.dtype})" for s in inputs
+               if s.name not in given.arrays and _kind(s.dtype) == "?"]
+    if foreign:
+        raise NoExampleError(f"cannot make values for input(s) {', '.join(foreign)}: pass "
+                             "them with --example FILE")
     unranked = [s.name for s in inputs if s.name not in given.arrays and s.name in plan.unranked]
     if unranked:
         raise NoExampleError(f"input(s) {', '.join(unranked)} declare no shape: pass "
@@ -245,7 +250,13 @@ def suggest(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...]) -> list[str]
 
 
 def _kind(dtype: str) -> str:
-    return "O" if dtype == "str" else np.dtype(dtype).kind
+    """numpy's kind letter; "?" for what no numpy dtype holds (bfloat16, sequences, maps)."""
+    if dtype == "str":
+        return "O"
+    try:
+        return np.dtype(dtype).kind
+    except TypeError:
+        return "?"
 
 
 def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) -> _Plan:

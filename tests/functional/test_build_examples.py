@@ -92,6 +92,22 @@ def test_no_example_found_exits_7_with_the_error_and_the_flag(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_an_input_no_numpy_dtype_holds_asks_for_an_example(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.BFLOAT16, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "bf16", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "bf16.onnx")
+    assert build(tmp_path / "bf16.onnx", tmp_path / "out") == 7
+    assert "cannot make values for input(s) x (tensor(bfloat16))" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", [["--shape", "x=1x96"], ["--dim", "n=192"]])
 def test_shape_or_dim_pins_what_the_ladder_cannot_find(tmp_path: Path, flag: list[str]) -> None:
     source = example_models.rows_of(tmp_path / "rows96.onnx", width=96)
