@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 Feeds = dict[str, np.ndarray]
-Rows = dict[str, np.ndarray]  # name → rows: float rows are vectors, any other dtype labels
+# name → rows (float rows are vectors, any other dtype labels), or a list of them, one per
+# sample, for an output whose size varies from sample to sample
+Rows = dict[str, "np.ndarray | list[np.ndarray]"]
 # (raw session outputs by name, the feeds that produced them) → rows (or one array of rows)
 Comparable = Callable[[dict[str, Any], Feeds], "np.ndarray | Rows"]
 
@@ -107,13 +109,20 @@ def comparable_outputs(outputs: dict[str, Any], feeds: Feeds) -> Rows:
 
 def collect(run: Callable[[Feeds], dict[str, Any]], samples: Sequence[Feeds],
             comparable: Comparable) -> Rows:
-    """Run every sample batch and stack each comparable's rows."""
+    """Run every sample batch and stack each comparable's rows; an output whose size varies
+    from sample to sample (detections, say) stays a list, one entry per sample."""
     parts: dict[str, list[np.ndarray]] = {}
     for feeds in samples:
         rows = comparable(run(feeds), feeds)
         for name, value in (rows if isinstance(rows, dict) else {"output": rows}).items():
             parts.setdefault(name, []).append(value)
-    return {name: np.concatenate(values, axis=0) for name, values in parts.items()}
+    stacked: Rows = {}
+    for name, values in parts.items():
+        try:
+            stacked[name] = np.concatenate(values, axis=0)
+        except ValueError:  # rows of different widths
+            stacked[name] = values
+    return stacked
 
 
 def compare(reference: Rows | np.ndarray, candidate: Rows, *, classifier: bool) -> Accuracy:
@@ -125,27 +134,48 @@ def compare(reference: Rows | np.ndarray, candidate: Rows, *, classifier: bool) 
     cosines, errors, agreements, compared = [], [], [], []
     top1, samples = None, 0
     for name, ref in reference.items():
-        cand = candidate[name]
-        if ref.shape != cand.shape:
-            raise ValueError(f"{name}: reference {ref.shape} and candidate {cand.shape} differ")
+        pairs = _pairs(ref, candidate[name])
         samples = samples or len(ref)
-        if ref.dtype.kind != "f":
-            agreements.append(float(np.mean(ref == cand)))
+        if pairs is None:  # the candidate changed an output's shape: nothing agrees
+            agreements.append(0.0)
+            compared.append(f"{name} (shape changed)")
+            continue
+        if pairs[0][0].dtype.kind != "f":
+            agreements.append(float(np.mean(np.concatenate(
+                [(r == c).ravel() for r, c in pairs]))))
             compared.append(f"{name} (agreement)")
             continue
-        ref, cand = ref.astype(np.float64), cand.astype(np.float64)
-        norms = np.linalg.norm(ref, axis=1) * np.linalg.norm(cand, axis=1)
-        dots = (ref * cand).sum(axis=1)
-        # Two zero vectors are identical; one zero vector against a non-zero one is orthogonal.
-        both_zero = norms == 0
-        cosines.append(np.where(both_zero, np.where(np.abs(ref - cand).max(axis=1) == 0, 1.0,
-                                                     0.0), dots / np.where(both_zero, 1.0, norms)))
-        errors.append(float(np.abs(ref - cand).max()))
+        cosines += [_row_cosines(r.astype(np.float64), c.astype(np.float64)) for r, c in pairs]
+        errors += [float(np.abs(r.astype(np.float64) - c).max()) for r, c in pairs if r.size]
         compared.append(f"{name} (cosine)")
         if classifier and top1 is None:
-            top1 = float(np.mean(ref.argmax(axis=1) == cand.argmax(axis=1)))
+            top1 = float(np.mean(np.concatenate([r.argmax(axis=1) == c.argmax(axis=1)
+                                                 for r, c in pairs])))
     every = np.concatenate(cosines) if cosines else None
+    every = every if every is not None and every.size else None  # only empty rows
     return Accuracy(None if every is None else float(every.mean()),
                     None if every is None else float(every.min()),
                     max(errors) if errors else None, top1, samples,
                     min(agreements) if agreements else None, tuple(compared))
+
+
+def _pairs(ref: np.ndarray | list[np.ndarray], cand: np.ndarray | list[np.ndarray]
+           ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Reference and candidate rows side by side (one pair, or one per sample for a
+    variable-size output); None when their shapes differ anywhere."""
+    refs = ref if isinstance(ref, list) else [ref]
+    cands = cand if isinstance(cand, list) else [cand]
+    if len(refs) != len(cands) or any(r.shape != c.shape for r, c in zip(refs, cands,
+                                                                          strict=True)):
+        return None
+    return [(r.reshape(r.shape[0], -1 if r.size else 0), c.reshape(c.shape[0], -1 if c.size else 0))
+            for r, c in zip(refs, cands, strict=True)]
+
+
+def _row_cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(ref, axis=1) * np.linalg.norm(cand, axis=1)
+    dots = (ref * cand).sum(axis=1)
+    # Two zero vectors are identical; one zero vector against a non-zero one is orthogonal.
+    both_zero = norms == 0
+    same = np.abs(ref - cand).max(axis=1, initial=0.0) == 0
+    return np.where(both_zero, np.where(same, 1.0, 0.0), dots / np.where(both_zero, 1.0, norms))

@@ -10,7 +10,7 @@ import pytest
 from handler.manifest import TensorInfo
 from onnx_lambda.build import example
 from onnx_lambda.build.errors import ExampleArgumentError
-from onnx_lambda.build.gate import Thresholds, comparable_outputs, compare
+from onnx_lambda.build.gate import Thresholds, collect, comparable_outputs, compare
 
 INPUTS = (TensorInfo("images", "float32", ("batch", 3, "?", "?")),
           TensorInfo("sr", "int64", ()))
@@ -70,3 +70,24 @@ def test_comparable_outputs_reads_maps_strings_and_skips_the_rest() -> None:
     assert sorted(rows) == ["label", "probabilities"]
     assert rows["label"].tolist() == [["b", "a"]]
     assert rows["probabilities"].tolist() == [[0.75, 0.25], [0.5, 0.5]]  # by key: a, b
+
+
+def test_an_output_whose_size_varies_is_compared_sample_by_sample() -> None:
+    boxes = [np.ones((2, 4)), np.zeros((0, 4)), np.full((1, 4), 2.0)]  # detections per sample
+    same = compare({"boxes": boxes}, {"boxes": [b.copy() for b in boxes]}, classifier=False)
+    assert same.min_cosine == 1.0 and same.max_abs_error == 0.0 and same.agreement is None
+    fewer = compare({"boxes": boxes}, {"boxes": [boxes[0], boxes[1], boxes[1]]},
+                    classifier=False)
+    assert fewer.agreement == 0.0 and fewer.compared == ("boxes (shape changed)",)
+    assert fewer.failures(Thresholds())
+
+
+def test_collect_keeps_a_variable_size_output_per_sample() -> None:
+    sizes = iter((3, 1))
+
+    def run(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"scores": np.ones((1, 2)), "boxes": np.ones((1, next(sizes), 4))}
+
+    rows = collect(run, [{}, {}], comparable_outputs)
+    assert rows["scores"].shape == (2, 2)  # stacked: same width in every sample
+    assert [b.shape for b in rows["boxes"]] == [(1, 12), (1, 4)]  # one entry per sample
