@@ -82,9 +82,11 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                 signature.runner(session))
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
-        reference = spec.reference
-        if reference is None:
+        if spec.reference is None:
             reference = collect(_runner(spec.source), samples, spec.comparable)
+        else:  # an example's own reference rows (minilm: PyTorch's embeddings)
+            reference = (spec.reference if isinstance(spec.reference, dict)
+                         else {"output": spec.reference})
         if not reference:
             note("accuracy gate: nothing comparable (no numeric, label or map output): "
                  "outputs are not checked")

@@ -125,9 +125,7 @@ def collect(run: Callable[[Feeds], dict[str, Any]], samples: Sequence[Feeds],
     return stacked
 
 
-def compare(reference: Rows | np.ndarray, candidate: Rows, *, classifier: bool) -> Accuracy:
-    if not isinstance(reference, dict):
-        reference = {"output": reference}
+def compare(reference: Rows, candidate: Rows, *, classifier: bool) -> Accuracy:
     if set(reference) != set(candidate):
         raise ValueError(f"reference {sorted(reference)} and candidate {sorted(candidate)} "
                          "compare different outputs")

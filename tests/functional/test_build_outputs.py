@@ -85,3 +85,26 @@ def test_nothing_comparable_builds_unquantized_and_says_so(
     assert manifest.metadata["quantization"] == {"type": "none",
                                                  "reason": "no comparable output"}
     assert manifest.metadata["build"]["accuracy"]["compared"] == []
+
+
+def test_an_examples_own_reference_rows_gate_the_build(tmp_path: Path) -> None:
+    """What minilm does: its own samples, comparable and reference rows (one array)."""
+    import onnxruntime as ort
+    from rich.console import Console
+
+    from onnx_lambda.build.builder import build as build_folder
+    from onnx_lambda.build.quantize import QuantizeSettings
+    from onnx_lambda.build.spec import BuildOptions, ModelSpec
+    from tests.support import build_models
+
+    source = build_models.mlp(tmp_path / "big.onnx", features=256, hidden=512, classes=10)
+    samples = [{"x": np.random.default_rng(i).standard_normal((1, 256)).astype(np.float32)}
+               for i in range(4)]
+    session = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
+    reference = np.concatenate([session.run(None, s)[0] for s in samples])
+    spec = ModelSpec(source=source, name="own", samples=samples, reference=reference,
+                     comparable=lambda outputs, feeds: outputs["logits"],
+                     quantize=QuantizeSettings(), example=samples[0]["x"].tolist())
+    report = build_folder(spec, tmp_path / "own", BuildOptions(), Console(file=io.StringIO()))
+    assert report.accuracy.compared == ("output (cosine)",) and report.accuracy.samples == 4
+    assert report.manifest.metadata["quantization"]["type"] == "dynamic-int8"
