@@ -113,22 +113,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
         settings = None
     if settings is not None:
-        with steps.step("quantize (dynamic INT8)") as note:
-            result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
-                                   options.thresholds, on_attempt=note)
-            fp32 = sum(result.counts["fp32"].values())
-            applied = {"op_types": list(settings.op_types), "per_channel": settings.per_channel,
-                       "fp32_nodes": list(result.excluded), "nodes": result.counts}
-            if result.quantized:
-                current = work / "quantized.onnx"
-                note.title = (f"quantize (dynamic INT8: {result.quantized} node(s) quantized, "
-                              f"{fp32} kept fp32)")
-                metadata["quantization"] = {"type": "dynamic-int8", **applied}
-            else:
-                note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had "
-                              "to stay fp32 to pass the gate)")
-                metadata["quantization"] = {"type": "none", "reason": "every candidate node "
-                                            "kept fp32 to pass the accuracy gate", **applied}
+        current = _quantize(current, work, settings, evaluate, options, steps, metadata)
     with steps.step("optimize" if options.optimize else "package") as note:
         shutil.copyfile(current, staging / PORTABLE)
         chosen = PORTABLE
@@ -169,6 +154,28 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         manifest = dataclasses.replace(manifest, metadata=metadata)
         manifest.dump(staging)
     return BuildReport(target, manifest, before, after, accuracy, steps.timings)
+
+
+def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
+              evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
+              metadata: dict[str, object]) -> Path:
+    """The quantize step: the model to build on, and what was really applied in ``metadata``."""
+    with steps.step("quantize (dynamic INT8)") as note:
+        result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
+                               options.thresholds, on_attempt=note)
+        fp32 = sum(result.counts["fp32"].values())
+        applied = {"op_types": list(settings.op_types), "per_channel": settings.per_channel,
+                   "fp32_nodes": list(result.excluded), "nodes": result.counts}
+        if not result.quantized:
+            note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had to "
+                          "stay fp32 to pass the gate)")
+            metadata["quantization"] = {"type": "none", "reason": "every candidate node kept "
+                                        "fp32 to pass the accuracy gate", **applied}
+            return current
+        note.title = (f"quantize (dynamic INT8: {result.quantized} node(s) quantized, {fp32} "
+                      "kept fp32)")
+        metadata["quantization"] = {"type": "dynamic-int8", **applied}
+        return work / "quantized.onnx"
 
 
 def _batch_one(feeds: Feeds) -> Feeds:
