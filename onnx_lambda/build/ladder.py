@@ -67,7 +67,7 @@ class Found:
 class _Axis:
     label: str  # how a flag names it: the symbol, H/W, or D<axis>
     sizes: tuple[int, ...]  # candidate sizes (one: fixed)
-    role: str  # fixed | batch | side | length
+    role: str  # fixed | batch | side | length | lone (see _plan)
     shared: bool = False  # a shared dim_param: ``--dim label=N`` sets it
 
 
@@ -82,9 +82,8 @@ def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
                              "them with --example FILE")
     unranked = [s.name for s in inputs if s.name not in given.arrays and s.name in plan.unranked]
     if unranked:
-        raise NoExampleError(f"input(s) {', '.join(unranked)} declare no shape: pass "
-                             + " ".join(f"--shape {n}=…" for n in unranked)
-                             + " or --example FILE")
+        raise NoExampleError(f"input(s) {', '.join(unranked)} declare no shape (not even a "
+                             "rank): pass them with --example FILE")
     deadline = time.monotonic() + MAX_SECONDS
     tried, first_error, first_feeds = 0, "", ""
     for shapes, s, variant in itertools.islice(_candidates(plan), MAX_ATTEMPTS):
