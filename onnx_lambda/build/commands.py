@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Any) -> None:
-    _register_inspect(subparsers)
     parser = subparsers.add_parser(
         "build-model", help="optimize, quantize and package a model for Lambda",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -78,6 +77,7 @@ def register(subparsers: Any) -> None:
                       help="top-1 agreement, classifiers only (0.99)")
     gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
     parser.set_defaults(func=run)
+    _register_inspect(subparsers)
 
 
 def run(args: argparse.Namespace) -> int:
