@@ -169,4 +169,11 @@ def write(feeds: Feeds, pipeline: str, folder: Path) -> tuple[Any, str | None]:
 
 
 def _json(array: np.ndarray) -> Any:
-    return array.astype(str).tolist() if array.dtype == object else array.tolist()
+    if array.dtype == object:
+        return array.astype(str).tolist()
+    if array.dtype.kind == "f" and array.dtype.itemsize < 8:
+        # float32's shortest decimal (0.12345679, not 0.12345679104328156): the same float32
+        # once the runtime casts it back, and a readable model.json / curl
+        shortest = [float(str(v)) for v in array.ravel()]
+        return np.array(shortest, dtype=np.float64).reshape(array.shape).tolist()
+    return array.tolist()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,3 +92,16 @@ def test_collect_keeps_a_variable_size_output_per_sample() -> None:
     rows = collect(run, [{}, {}], comparable_outputs)
     assert rows["scores"].shape == (2, 2)  # stacked: same width in every sample
     assert [b.shape for b in rows["boxes"]] == [(1, 12), (1, 4)]  # one entry per sample
+
+
+def test_a_small_example_is_inline_and_exact(tmp_path: Path) -> None:
+    feeds = {"x": np.random.default_rng(0).random((2, 3)).astype(np.float32),
+             "sr": np.array(16000, np.int64), "word": np.array(["hi"], dtype=object)}
+    inline, file = example.write(feeds, "tensor", tmp_path)
+    assert file is None and inline["sr"] == 16000 and inline["word"] == ["hi"]
+    assert all(len(repr(v)) <= 12 for row in inline["x"] for v in row)  # float32's shortest
+    np.testing.assert_array_equal(np.asarray(inline["x"], np.float32), feeds["x"])
+    inline, file = example.write(feeds, "text-embedding", tmp_path)  # its requests: not tensors
+    assert inline is None and file == example.EXAMPLE_FILE
+    with np.load(tmp_path / file, allow_pickle=False) as archive:
+        assert archive["word"].tolist() == ["hi"] and archive["x"].dtype == np.float32
