@@ -71,7 +71,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         session = signature.check_runnable(spec.source, proto)
         inputs = signature.tensor_infos(session.get_inputs())
         outputs = signature.tensor_infos(session.get_outputs())
-        inspect.render(inspect.summarize(spec.source), steps.console)
+        inspect.render(inspect.summarize(spec.source, example=f"the {spec.name} example's "
+                                         "samples" if spec.samples else None), steps.console)
     found = None
     with steps.step("example") as note:
         if spec.samples:

@@ -75,8 +75,9 @@ def _dtype(kind: onnx.TypeProto) -> str:
     return which or "unknown"
 
 
-def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSettings().op_types
-              ) -> dict[str, Any]:
+def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSettings().op_types,
+              example: str | None = None) -> dict[str, Any]:
+    """``example``: where an example comes from when the caller knows (a build's own)."""
     path, model, manifest = load(target)
     graph = model.graph
     weights = {init.name for init in graph.initializer}
@@ -105,8 +106,7 @@ def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSetting
     op_of = {n.name: n.op_type for n in graph.node}
     by_op = Counter(op_of[name] for name in nodes)
     ops = Counter(node.op_type for node in graph.node)
-    example = None
-    if manifest is not None:
+    if manifest is not None and example is None:
         example = (f"{FILENAME} (inline)" if manifest.example is not None
                    else manifest.example_file)
     flags = ladder.suggest(model, inputs) if example is None else []
