@@ -2,8 +2,8 @@
 measure.
 
 Intermediate files live in a temporary folder; the artifact is assembled in a staging folder
-and renamed into place only when every step has passed. SIGINT/SIGTERM unwind like a failure:
-nothing is left behind.
+and renamed into place only when every step has passed. Under ``output.cancellable`` (the
+command installs it) SIGINT/SIGTERM unwind like a failure: nothing is left behind.
 """
 
 from __future__ import annotations
@@ -52,13 +52,12 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
     steps = Steps(console)
     staging = None
     try:
-        with output.cancellable():
-            staging = output.staging_for(target)
-            with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
-                report = _build(spec, target, staging, Path(scratch), options, steps)
-            with steps.step(f"publish {target}"):
-                output.publish(staging, target)
-            return report
+        staging = output.staging_for(target)
+        with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
+            report = _build(spec, target, staging, Path(scratch), options, steps)
+        with steps.step(f"publish {target}"):
+            output.publish(staging, target)
+        return report
     finally:
         if staging is not None:
             output.discard(staging)

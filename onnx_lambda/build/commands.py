@@ -82,6 +82,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
+    from onnx_lambda.build import output
     from onnx_lambda.build.builder import build
     from onnx_lambda.build.errors import BuildError
     from onnx_lambda.build.gate import Thresholds
@@ -95,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
     try:
-        with tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+        with output.cancellable(), \
+                tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
             spec = _spec(args, Path(workdir), console)
             report = build(spec, args.output, options, console)
     except BuildError as exc:
@@ -104,9 +106,6 @@ def run(args: argparse.Namespace) -> int:
     except _UsageError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C before the build's own handling was installed
-        console.print("[red]error:[/red] cancelled: nothing was written")
-        return 130
     _summary(report, console)
     return 0
 
