@@ -79,11 +79,11 @@ def test_state_tensors_a_scalar_and_a_minimum_length_together(
 
 
 def test_no_example_found_exits_7_with_the_error_and_the_flag(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     source = example_models.rows_of(tmp_path / "rows96.onnx", width=96)  # no ladder size fits
     assert build(source, tmp_path / "out") == 7
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
+    err = capfd.readouterr().err  # the file descriptor: onnxruntime's own log would show here
+    assert "Traceback" not in err and "sequential_executor" not in err
     one_line = " ".join(err.split())
     assert "Reshape node. Name:'to_rows'" in one_line and "requested shape:{-1,96}" in one_line
     assert "onnxruntime_src" not in one_line  # C++ source locations are noise to a user
