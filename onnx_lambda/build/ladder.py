@@ -287,10 +287,12 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
                 if bound.sizes != (n,) and user:
                     raise ExampleArgumentError(f"dimension {d!r} is {bound.sizes[0]} elsewhere "
                                                f"but {n} in {spec.name}")
+    images, numbers = 0, itertools.count(1)  # free axes' labels: unique across all inputs
     for spec in inputs:
         fixed = given.shapes.get(spec.name)
         resolved = []
         sides_seen = 0
+        suffix = str(images) if images else ""  # H, W; then H1, W1 for a second image input
         for axis, d in enumerate(spec.shape):
             if fixed is not None:
                 resolved.append(_Axis(str(fixed[axis]), (fixed[axis],), "fixed"))
@@ -306,21 +308,25 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
                 resolved.append(_Axis(str(n), (n,), "fixed"))
                 continue
             role = _role(d, axis, spec)
+            sizes = LENGTHS if role == "length" else (1,)
             if role == "side":
-                label = "HW"[sides_seen] if sides_seen < 2 else f"D{axis}"
                 sizes = ((sides[sides_seen],) if sides_seen < len(sides) else ()) + SPATIAL
                 sides_seen += 1
-            else:
-                label = f"D{axis}"
-                sizes = (1,) if role == "batch" else LENGTHS
-            axis_plan = _Axis(d if is_shared(d) else label, sizes, role, is_shared(d))
-            resolved.append(symbols.setdefault(d, axis_plan) if is_shared(d) else axis_plan)
+            if is_shared(d):  # its first axis: the others find it in ``symbols``
+                symbols[d] = _Axis(d, sizes, role, shared=True)
+                resolved.append(symbols[d])
+            elif role == "side" and sides_seen <= 2:
+                resolved.append(_Axis("HW"[sides_seen - 1] + suffix, sizes, role))
+            else:  # a batch's label is never shown: its size, 1, is
+                label = "batch" if role == "batch" else f"D{next(numbers)}"
+                resolved.append(_Axis(label, sizes, role))
         free = [i for i, a in enumerate(resolved) if a.role != "fixed"]
         if len(resolved) >= 3 and len(free) == 1 and 0 < free[0] < len(resolved) - 1 \
                 and resolved[free[0]].role == "length" and not resolved[free[0]].shared:
             # one anonymous axis between static ones, like an RNN state's [layers, ?, hidden]:
             # often a batch, so each rung also tries it at 1
             resolved[free[0]] = dataclasses.replace(resolved[free[0]], role="lone")
+        images += sides_seen > 0
         axes[spec.name] = resolved
         if (spec.name not in given.arrays and _kind(spec.dtype) in "iu"
                 and all(a.sizes == (1,) for a in resolved)):
