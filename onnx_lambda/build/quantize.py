@@ -74,17 +74,43 @@ def quantize(source: Path, target: Path, settings: QuantizeSettings,
 
 def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:
     """Nodes dynamic quantization would touch: the op types asked for, with a constant weight
-    (a Gather's table is its first input, a MatMul's weight its second)."""
-    weights = {init.name for init in model.graph.initializer}
+    (a Gather's table is its first input, a MatMul's weight its second): an initializer, or a
+    ``Constant`` node's tensor (``tune`` makes those initializers first)."""
+    weights = {init.name for init in model.graph.initializer} | set(_constant_tensors(model))
     return [node.name for node in model.graph.node
             if node.op_type in op_types and node.name and len(node.input) > 1
-            and node.input[0 if node.op_type == "Gather" else 1] in weights]
+            and node.input[_weight_index(node)] in weights]
+
+
+def _weight_index(node: onnx.NodeProto) -> int:
+    return 0 if node.op_type == "Gather" else 1
+
+
+def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
+    return {node.output[0]: node for node in model.graph.node if node.op_type == "Constant"
+            and len(node.attribute) == 1 and node.attribute[0].name == "value"}
+
+
+def weights_as_initializers(model: onnx.ModelProto, names: list[str]) -> int:
+    """Move the ``Constant`` tensors that are the weights of nodes ``names`` into initializers
+    (exporters such as paddle2onnx write weights as Constant nodes, which the quantizer does
+    not treat as weights). Same graph meaning; returns how many moved."""
+    constants = _constant_tensors(model)
+    wanted = {node.input[_weight_index(node)] for node in model.graph.node if node.name in names}
+    moved = [constants[name] for name in wanted if name in constants]
+    for node in moved:
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(node.attribute[0].t)
+        tensor.name = node.output[0]
+        model.graph.initializer.append(tensor)
+        model.graph.node.remove(node)
+    return len(moved)
 
 
 def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evaluate,
          limits: Thresholds, on_attempt: Callable[[str], None] = lambda _: None) -> QuantizeResult:
     """Quantize ``source`` into ``target`` so that ``evaluate(target)`` passes ``limits``."""
-    model = onnx.load(str(source), load_external_data=False)
+    model = onnx.load(str(source))
     names = candidates(model, settings.op_types)
     if not names:
         ops = "/".join(settings.op_types)
@@ -94,6 +120,9 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
             f"graph has {present}). Build without --quantize, or name other op types with "
             "--quantize-ops (e.g. Gather for embedding tables).")
     op_of = {node.name: node.op_type for node in model.graph.node}
+    if weights_as_initializers(model, names):
+        source = target.with_name(f"{target.stem}.weights.onnx")
+        onnx.save(model, str(source))
     excluded = tuple(n for n in settings.exclude if n in names)
     attempts: list[tuple[int, Accuracy]] = []
 

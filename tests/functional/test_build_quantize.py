@@ -121,3 +121,24 @@ def test_a_killed_builds_staging_is_removed_by_the_next_build(tmp_path: Path) ->
     assert build(source, tmp_path / "out") == 0
     assert hidden(tmp_path) == [alive.name]
     assert json.loads((tmp_path / "out" / "model.json").read_text())["name"] == "out"
+
+
+def test_weights_written_as_constant_nodes_are_quantized(tmp_path: Path) -> None:
+    """paddle2onnx-style: the MatMul's weight is a Constant node's tensor, not an initializer."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32) / 8
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64])
+    nodes = [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight)),
+             helper.make_node("MatMul", ["x", "w"], ["y"], name="project")]
+    model = helper.make_model(helper.make_graph(nodes, "const_weight", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "const.onnx")
+    out = tmp_path / "q"
+    assert build(tmp_path / "const.onnx", out, "--quantize", "--min-cosine-floor", "0.9") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["type"] == "dynamic-int8" and quant["nodes"]["quantized"] == {"MatMul": 1}
