@@ -110,7 +110,9 @@ def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSetting
         example = (f"{FILENAME} (inline)" if manifest.example is not None
                    else manifest.example_file)
     flags = ladder.suggest(model, inputs) if example is None else []
-    if nodes:
+    quantized = manifest is not None and manifest.metadata.get(
+        "quantization", {}).get("type") == "dynamic-int8"
+    if nodes and not quantized:  # an INT8 folder's candidates are the nodes kept in fp32
         flags.append("--quantize")
     return {
         "file": str(path), "size_bytes": path.stat().st_size,
