@@ -181,7 +181,8 @@ def _summary(report: BuildReport, console: Console) -> None:
     console.print(table)
     console.print(f"accuracy vs reference: {report.accuracy.describe()}")
     console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
-                  f"pipeline: {report.manifest.pipeline}", highlight=False)
+                  f"pipeline: {report.manifest.pipeline}; example (the warm-up): "
+                  f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
 
 
 def _size(size_bytes: int) -> str:
