@@ -80,10 +80,6 @@ def find(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given,
     if foreign:
         raise NoExampleError(f"cannot make values for input(s) {', '.join(foreign)}: pass "
                              "them with --example FILE")
-    unranked = [s.name for s in inputs if s.name not in given.arrays and s.name in plan.unranked]
-    if unranked:
-        raise NoExampleError(f"input(s) {', '.join(unranked)} declare no shape (not even a "
-                             "rank): pass them with --example FILE")
     deadline = time.monotonic() + MAX_SECONDS
     tried, first_error, first_feeds = 0, "", ""
     for shapes, s, variant in itertools.islice(_candidates(plan), MAX_ATTEMPTS):
@@ -168,10 +164,8 @@ class _Plan:
     """Every input's axes resolved to fixed sizes or candidate lists, plus the value rules."""
 
     def __init__(self, inputs: tuple[TensorInfo, ...], given: Given,
-                 axes: dict[str, list[_Axis]], scalars: dict[str, tuple[int, ...]],
-                 unranked: set[str]) -> None:
+                 axes: dict[str, list[_Axis]], scalars: dict[str, tuple[int, ...]]) -> None:
         self.inputs, self.given, self.axes, self.scalars = inputs, given, axes, scalars
-        self.unranked = unranked
         free = [a for axes_ in axes.values() for a in axes_]
         self.rungs = max((len(a.sizes) for a in free), default=1)
         self.scalar_rungs = max((len(v) for v in scalars.values()), default=1)
@@ -259,7 +253,6 @@ def _kind(dtype: str) -> str:
 
 
 def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) -> _Plan:
-    unranked = {i.name for i in model.graph.input if not i.type.tensor_type.HasField("shape")}
     hints = _weight_hints(model)
     sides = _metadata_sides(model)
     counts: dict[str, int] = {}
@@ -331,7 +324,7 @@ def _plan(model: onnx.ModelProto, inputs: tuple[TensorInfo, ...], given: Given) 
         if (spec.name not in given.arrays and _kind(spec.dtype) in "iu"
                 and all(a.sizes == (1,) for a in resolved)):
             scalars[spec.name] = RATES if _RATE_NAMES.fullmatch(spec.name) else SCALARS
-    return _Plan(inputs, given, axes, scalars, unranked)
+    return _Plan(inputs, given, axes, scalars)
 
 
 def _role(dim: object, axis: int, spec: TensorInfo) -> str:
