@@ -8,12 +8,14 @@
   ``AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency``, are never reaped and are
   replaced when they die.
 - Idle on-demand environments are reaped after ``idle_timeout_s``.
-- Asynchronous (``Event``) invocations wait for capacity instead of being throttled.
+- Asynchronous (``Event``) invocations wait for capacity instead of being throttled: in a
+  queue of futures, each woken when an environment is released (no polling).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
@@ -33,7 +35,6 @@ from onnx_lambda.emulator.template import FunctionSpec
 
 ON_DEMAND = "on-demand"
 PROVISIONED = "provisioned-concurrency"
-EVENT_RETRY_S = 0.02
 
 
 class Throttled(Exception):
@@ -76,6 +77,7 @@ class FunctionPool:
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
         self._limits: tuple[str, str] | None = None
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -119,12 +121,16 @@ class FunctionPool:
         """Queue an asynchronous invocation: it runs when an environment is free."""
 
         async def run() -> None:
+            queue = self._waiting.append
             while True:
                 try:
                     env = self._acquire()
                     break
                 except Throttled:
-                    await asyncio.sleep(EVENT_RETRY_S)
+                    waiter = asyncio.get_running_loop().create_future()
+                    queue(waiter)
+                    queue = self._waiting.appendleft  # beaten to it: stay first in line
+                    await waiter  # woken by _release
             try:
                 await self._run(env, payload, qualifier, version, None)
             finally:
@@ -186,6 +192,11 @@ class FunctionPool:
         self._leased.discard(env)
         if env.doomed:  # e.g. killed after an oversized response, exit not yet seen
             self._discard(env)
+        while self._waiting:  # capacity for one queued event invocation
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # (a cancelled one is skipped)
+                waiter.set_result(None)
+                break
 
     def _new_environment(self, init_type: str) -> Environment:
         env = Environment(self.spec, init_type=init_type, cpu=self._cpu,
