@@ -79,9 +79,10 @@ class Connection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
         self._peer = peer[0] if peer else "127.0.0.1"
-        if not self._server.admit(self):
-            self._refuse(503)
-            self._answer_next()
+        if not self._server.admit(self):  # every connection busy: not even lingering
+            self._refused = True
+            self._transport.write(encode_response(self._server.refusal(503, ""), False))
+            self._transport.close()
             return
         self._set_deadline(self._limits.idle_timeout_s)
 
