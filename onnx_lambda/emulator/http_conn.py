@@ -227,7 +227,7 @@ class Connection(asyncio.Protocol):
     # -- answering -----------------------------------------------------------------------
     def _answer_next(self) -> None:
         while (self._ready and self._task is None and not self._writing_paused
-               and self._transport is not None):
+               and self._transport is not None and not self._transport.is_closing()):
             request, keep_alive = self._ready.popleft()
             if isinstance(request, Response):  # a refusal: the last answer
                 self._write(request, keep_alive=False)

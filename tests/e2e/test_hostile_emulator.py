@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,7 +20,8 @@ import pytest
 
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.emulator.limits import ServerLimits
-from tests.e2e.emulator_support import TEMPLATE, call, children
+from tests.e2e import emulator_support
+from tests.e2e.emulator_support import TEMPLATE, call
 from tests.support.raw_http import Reader, connect, exchange, request
 
 INVOKE = "/2015-03-31/functions/{}/invocations"
@@ -31,13 +32,7 @@ def _port(emu: Emulator) -> int:
     return int(urlsplit(emu.url).port or 0)
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    """API Gateway's default limits (10,240-byte head, 10 MB body)."""
-    emulator = Emulator(TEMPLATE, port=0, log=None, concurrency=2)
-    with emulator.running():
-        yield emulator
-    assert not children(), "environments left running after stop()"
+emu = emulator_support.emu  # API Gateway's default limits (10,240-byte head, 10 MB body)
 
 
 @pytest.fixture(scope="module")
@@ -273,18 +268,26 @@ def test_slowloris_does_not_lock_others_out(port: int) -> None:
             sock.close()
 
 
+def _wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
 def test_sigkill_mid_request_then_served_again(emu: Emulator, port: int) -> None:
+    def busy() -> list[Any]:
+        return [e for e in emu.pools["Sleep"].environments if e.state == "busy"]
+
+    _wait_for(lambda: not busy())  # an earlier test's invocation may still be running
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_invoke, port, "Sleep", b'{"seconds": 0.8}')
-        deadline = time.monotonic() + 10
-        while not [e for e in emu.pools["Sleep"].environments if e.state == "busy"]:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        _wait_for(lambda: bool(busy()))
         busy = next(e for e in emu.pools["Sleep"].environments if e.state == "busy")
         assert busy.pid is not None
         os.kill(busy.pid, signal.SIGKILL)
         status, headers, body = pending.result(30)
-    assert status == 200 and headers["x-amz-function-error"] == "Unhandled"
+    assert status == 200 and headers.get("x-amz-function-error") == "Unhandled", (headers, body)
     assert body["errorType"] == "Runtime.ExitError"
     assert _invoke(port, "Sleep", b'{"seconds": 0}')[0] == 200
 

@@ -51,8 +51,9 @@ class UvicornServer:
         result = self.handler(request)
         response = result if isinstance(result, Response) else await result
         await send({"type": "http.response.start", "status": response.status,
-                    "headers": [(k.encode("latin-1"), v.encode("latin-1"))
-                                for k, v in response.headers]})
+                    "headers": [(b"content-length", b"%d" % len(response.body)),
+                                *((k.encode("latin-1"), v.encode("latin-1"))
+                                  for k, v in response.headers)]})
         await send({"type": "http.response.body", "body": response.body})
 
     async def start(self, host: str, port: int) -> int:
