@@ -157,8 +157,9 @@ class Connection(asyncio.Protocol):
         """The message just parsed asked for another protocol."""
         request = self._ready[-1][0] if self._ready else None
         if isinstance(request, Request) and (request.method == "CONNECT" or any(
-                name.lower() in (b"content-length", b"transfer-encoding")
-                for name, _ in request.raw_headers)):
+                name.lower() == b"transfer-encoding"
+                or (name.lower() == b"content-length" and value.strip() != b"0")
+                for name, value in request.raw_headers)):
             self._ready.pop()  # its body (or tunnel) cannot be read as HTTP/1.1
             self._refuse(501)
 

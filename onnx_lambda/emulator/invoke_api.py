@@ -120,7 +120,7 @@ def invoke_handler(pools: dict[str, FunctionPool],
         try:
             result = await target.pool.invoke(payload, qualifier=target.qualifier,
                                               version=target.version,
-                                              client_context=_decode_context(client_context))
+                                              client_context=decode_client_context(client_context))
         except Throttled as exc:
             raise ServiceError(429, "TooManyRequestsException", "Rate Exceeded.",
                                Reason="ReservedFunctionConcurrentInvocationLimitExceeded",
@@ -154,7 +154,7 @@ def check_json(payload: bytes) -> Any:
                            _UNPARSABLE + str(exc).split(":")[0]) from exc
 
 
-def _decode_context(value: str | None) -> str | None:
+def decode_client_context(value: str | None) -> str | None:
     """``X-Amz-Client-Context`` is base64 of a JSON object; the runtime gets the JSON text,
     re-encoded as ASCII (``\\u`` escapes), so whatever it holds is a safe header value."""
     if not value:
