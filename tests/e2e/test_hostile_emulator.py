@@ -36,8 +36,9 @@ emu = emulator_support.emu  # API Gateway's default limits (10,240-byte head, 10
 
 
 @pytest.fixture(scope="module")
-def tight() -> Iterator[Emulator]:
-    """Small caps and short timeouts, so that each one is reached in a test's time."""
+def tight(emu: Emulator) -> Iterator[Emulator]:
+    """Small caps and short timeouts, so that each one is reached in a test's time (after
+    ``emu``, so that it stops first: ``emu`` checks that no environment outlives it)."""
     limits = ServerLimits(max_buffered=1_000_000, max_connections=20, idle_timeout_s=0.5,
                           head_timeout_s=0.5, body_timeout_s=0.5)
     emulator = Emulator(TEMPLATE, port=0, log=None, concurrency=2, http_limits=limits)
