@@ -14,6 +14,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from handler import tensors
@@ -59,12 +60,19 @@ def parse(body: bytes) -> Tensor:
     if start + length > len(body):
         raise BadRequestError("not a valid .npy body: truncated header")
     descr, fortran, shape = _header(body[start:start + length].decode("latin1"))
-    dtype = _dtype(descr)
+    dtype, itemsize = _dtype(descr)
     data = memoryview(body)[start + length:]
-    itemsize = DTYPES[dtype][2]
     if not _is_shape(shape) or math.prod(shape) * itemsize != len(data):
         raise BadRequestError(f".npy header declares shape {list(shape)} of {descr} but "
                               f"{len(data)} bytes of data follow")
+    if dtype == "string":  # fixed-width text (U: UTF-32, S: bytes), NUL-padded
+        if fortran and len(shape) > 1:
+            raise BadRequestError("a Fortran-order .npy of strings is not supported")
+        encoding = "utf-32-be" if descr[0] == ">" else "utf-32-le"
+        items = [bytes(data[i:i + itemsize]) for i in range(0, len(data), itemsize)]
+        text = ([b.decode(encoding, "replace").rstrip("\0") for b in items] if "U" in descr
+                else [b.rstrip(b"\0").decode("utf-8", "replace") for b in items])
+        return Tensor("string", shape, tuple(text))
     if descr[0] == ">" and itemsize > 1:
         swapped = array.array(_SWAP[itemsize])
         swapped.frombytes(data)
@@ -102,15 +110,28 @@ def _header(text: str) -> tuple[str, bool, tuple[int, ...]]:
     return descr, fortran == "True", tuple(int(d) for d in dims)
 
 
-def _dtype(descr: str) -> str:
+def _dtype(descr: str) -> tuple[str, int]:
+    """descr → (element type, item size)."""
     order, code = (descr[0], descr[1:]) if descr[:1] in "<>|=" else ("=", descr)
     if "O" in code:
         raise BadRequestError(".npy object arrays are refused: a body is data, never code")
+    if code[:1] in ("U", "S") and code[1:].isdigit() and 0 < int(code[1:]) < 2**20:
+        return "string", int(code[1:]) * (4 if code[0] == "U" else 1)
     name = _DESCRS.get(code)
     if name is None or (order == "|" and code[-1] not in "1"):
-        raise BadRequestError(f".npy dtype {descr!r} is not supported: send a numeric or bool "
-                              "array")
-    return name
+        raise BadRequestError(f".npy dtype {descr!r} is not supported: send a numeric, bool "
+                              "or string array")
+    return name, DTYPES[name][2]
+
+
+def load_npz(path: Path) -> dict[str, Tensor]:
+    """An ``.npz`` archive (a zip of ``.npy`` files, e.g. a manifest's ``example_file``) → one
+    tensor per member, parsed as strictly as request bodies."""
+    import zipfile  # only for artifacts with an example file: off every other cold path
+
+    with zipfile.ZipFile(path) as archive:
+        return {name.removesuffix(".npy"): parse(archive.read(name))
+                for name in archive.namelist()}
 
 
 def _is_shape(shape: tuple[int, ...]) -> bool:

@@ -25,9 +25,11 @@ or from asyncio: ``await emu.start()``, ``await emu.invoke(...)``, ``await emu.s
 To run it as a separate process, start ``onnx-lambda serve --port 0`` and read the
 ``READY http://HOST:PORT`` line it prints on stdout (:func:`start_server_process`).
 
-Modules: ``template`` / ``intrinsics`` (read a SAM template), ``http11`` (the HTTP/1.1
-server every socket uses), ``runtime_api`` (the Runtime API), ``ids`` (request and trace
-ids), ``environment`` (one child process), ``limits`` (CPU share, memory), ``pool``
+Modules: ``template`` / ``intrinsics`` (read a SAM template), ``http11`` / ``http_conn`` /
+``http_types`` (the HTTP/1.1 server every socket uses, one connection with its limits, the
+request and response records), ``runtime_api`` (the Runtime API), ``ids`` (request and trace
+ids), ``environment`` (one child process), ``limits`` (CPU share, memory, AWS's service
+quotas), ``pool``
 (scheduling), ``apigw`` (API Gateway events and response mapping), ``http_front`` (routes,
 Function URLs), ``invoke_api`` (Lambda's Invoke API), ``report`` (records, REPORT lines),
 ``server`` (:class:`Emulator`), ``process`` (subprocess helper), ``commands`` (CLI),

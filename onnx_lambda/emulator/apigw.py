@@ -233,6 +233,9 @@ def _status(value: Any) -> int:
 
 
 def _with_content_type(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    for name, value in headers:
+        if any(c in name or c in value for c in "\r\n\0"):
+            raise MalformedResponse(f"header {name!r}: CR, LF or NUL cannot be sent")
     if not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
     return headers

@@ -14,16 +14,19 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from onnx_lambda.emulator import apigw
 from onnx_lambda.emulator.http11 import OWN_HEADERS, Request, Response
+from onnx_lambda.emulator.limits import (
+    HTTP_API_TIMEOUT_S,
+    LAMBDA_SYNC_PAYLOAD_BYTES,
+    REST_API_TIMEOUT_S,
+)
 from onnx_lambda.emulator.pool import InvokeResult, Throttled
 from onnx_lambda.emulator.template import RouteSpec
 
-MAX_REQUEST_BYTES = 6_291_456  # Lambda's synchronous payload limit
-READ_LIMIT_BYTES = 16 * 1024 * 1024  # read bigger bodies so they get a proper 413
-HTTP_API_TIMEOUT_S = 30.0
-REST_API_TIMEOUT_S = 29.0
+MAX_REQUEST_BYTES = LAMBDA_SYNC_PAYLOAD_BYTES  # the event, once built, must fit Lambda's limit
 
 Invoker = Callable[[str, bytes], Awaitable[InvokeResult]]
 
@@ -62,21 +65,32 @@ def compile_route(spec: RouteSpec) -> CompiledRoute:
                          (0, greedy, -literal, int(spec.method == "ANY")))
 
 
-def match(routes: list[CompiledRoute], method: str, path: str,
+def _segments(raw_path: str) -> str:
+    """``raw_path`` decoded segment by segment, with ``%`` and ``/`` inside a segment
+    re-escaped: an encoded slash (``%2F``) stays inside its segment when routing."""
+    return "/".join(unquote(segment).replace("%", "%25").replace("/", "%2F")
+                    for segment in raw_path.split("/"))
+
+
+def match(routes: list[CompiledRoute], method: str, raw_path: str,
           ) -> tuple[CompiledRoute, dict[str, str]] | None:
-    """The route API Gateway would pick for ``method path``, with its path parameters."""
+    """The route API Gateway would pick for ``method raw_path`` (as sent, percent-encoded),
+    with its path parameters (decoded)."""
+    encoded = "%" in raw_path
+    path = _segments(raw_path) if encoded else raw_path
     for route in routes:  # sorted by rank
         if route.spec.method not in ("ANY", method):
             continue
         found = route.pattern.fullmatch(path)
         if found:
-            return route, dict(zip(route.names, found.groups(), strict=True))
+            values = [unquote(v) for v in found.groups()] if encoded else found.groups()
+            return route, dict(zip(route.names, values, strict=True))
     return None
 
 
-def _read(request: Request) -> apigw.HttpRequest:
+def _read(request: Request, path: str) -> apigw.HttpRequest:
     return apigw.HttpRequest(
-        method=request.method, path=request.path, raw_query=request.raw_query,
+        method=request.method, path=path, raw_query=request.raw_query,
         headers=request.headers, body=request.body, source_ip=request.peer,
         protocol=f"HTTP/{request.version}")
 
@@ -120,12 +134,13 @@ def api_handler(routes: list[RouteSpec], invoke: Invoker,
     compiled = sorted((compile_route(r) for r in routes), key=lambda r: r.rank)
 
     async def handle(request: Request) -> Response:
-        found = match(compiled, request.method, request.path)
+        found = match(compiled, request.method, request.raw_path)
         if found is None:
             return _send(apigw.gateway_error("2.0", 404))
         route, params = found
         spec = route.spec
-        req = _read(request)
+        # HTTP APIs pass the path decoded, REST APIs as sent (live captures, see docs)
+        req = _read(request, request.raw_path if spec.kind == "rest" else request.path)
         domain = request.header("Host") or "localhost"
         version = spec.payload_version
         if version == "1.0":
@@ -153,7 +168,7 @@ def function_url_handler(function: str, invoke: Invoker,
     domain = apigw.function_url_domain(function)
 
     async def handle(request: Request) -> Response:
-        req = _read(request)
+        req = _read(request, request.raw_path)  # Function URLs keep the encoding
         event = apigw.http_api_event(req, route_key="$default", stage="$default",
                                      api_id=domain.split(".")[0], path_parameters=None,
                                      domain=domain, account_id="anonymous")

@@ -17,18 +17,25 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.environment import function_arn
-from onnx_lambda.emulator.http11 import Request, Response, json_response
+from onnx_lambda.emulator.http11 import Request, Response, gateway_refusal, json_response
+from onnx_lambda.emulator.limits import (
+    LAMBDA_ASYNC_PAYLOAD_BYTES,
+    LAMBDA_CLIENT_CONTEXT_BYTES,
+    LAMBDA_SYNC_PAYLOAD_BYTES,
+)
 from onnx_lambda.emulator.pool import FunctionPool, Throttled
 from onnx_lambda.emulator.report import log_tail
 
 PATH = "/2015-03-31/functions/{name}/invocations"
 _PATH = re.compile(re.escape(PATH).replace(re.escape("{name}"), "([^/]+)"))
-MAX_SYNC_BYTES = 6_291_456
-MAX_EVENT_BYTES = 1_048_576
+MAX_SYNC_BYTES = LAMBDA_SYNC_PAYLOAD_BYTES
+MAX_EVENT_BYTES = LAMBDA_ASYNC_PAYLOAD_BYTES
+_UNPARSABLE = "Could not parse request body into json: Could not parse payload into json: "
 ALIAS_VERSION = "1"
 _NAME = re.compile(
     r"(?:arn:aws[a-z-]*:lambda:[a-z0-9-]+:)?(?:\d{12}:)?(?:function:)?([A-Za-z0-9_-]+)(?::(.+))?")
@@ -101,11 +108,7 @@ def invoke_handler(pools: dict[str, FunctionPool],
             raise ServiceError(413, "RequestTooLargeException",
                                f"Request must be smaller than {limit} bytes for the "
                                "InvokeFunction operation")
-        try:
-            json.loads(payload)
-        except ValueError as exc:
-            raise ServiceError(400, "InvalidRequestContentException",
-                               "Could not parse request body into json") from exc
+        check_json(payload)
         headers = [("x-amzn-RequestId", request_id), ("X-Amz-Executed-Version", target.version)]
         if kind == "DryRun":
             return Response(204, b"", headers)
@@ -117,7 +120,7 @@ def invoke_handler(pools: dict[str, FunctionPool],
         try:
             result = await target.pool.invoke(payload, qualifier=target.qualifier,
                                               version=target.version,
-                                              client_context=_decode_context(client_context))
+                                              client_context=decode_client_context(client_context))
         except Throttled as exc:
             raise ServiceError(429, "TooManyRequestsException", "Rate Exceeded.",
                                Reason="ReservedFunctionConcurrentInvocationLimitExceeded",
@@ -132,12 +135,50 @@ def invoke_handler(pools: dict[str, FunctionPool],
     return handle
 
 
-def _decode_context(value: str | None) -> str | None:
-    """``X-Amz-Client-Context`` is base64 JSON; the runtime gets the JSON text."""
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"Non-standard token '{name}'")
+
+
+def check_json(payload: bytes) -> Any:
+    """``payload`` parsed as Lambda parses an event (RFC 8259 only: no ``NaN`` or
+    ``Infinity``; nesting bounded by the interpreter's recursion limit, ~1,000 levels like
+    Jackson's default); else a 400 ``InvalidRequestContentException``."""
+    try:
+        return json.loads(payload, parse_constant=_reject_constant)
+    except RecursionError as exc:
+        raise ServiceError(400, "InvalidRequestContentException",
+                           _UNPARSABLE + "Document nesting depth exceeds the maximum allowed"
+                           ) from exc
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a non-standard token
+        raise ServiceError(400, "InvalidRequestContentException",
+                           _UNPARSABLE + str(exc).split(":")[0]) from exc
+
+
+def decode_client_context(value: str | None) -> str | None:
+    """``X-Amz-Client-Context`` is base64 of a JSON object; the runtime gets the JSON text,
+    re-encoded as ASCII (``\\u`` escapes), so whatever it holds is a safe header value."""
     if not value:
         return None
-    try:
-        return base64.b64decode(value).decode()
-    except ValueError as exc:
+    if len(value) > LAMBDA_CLIENT_CONTEXT_BYTES:
         raise ServiceError(400, "InvalidRequestContentException",
-                           "Client context must be base64-encoded JSON") from exc
+                           f"Client context must be at most {LAMBDA_CLIENT_CONTEXT_BYTES} "
+                           "bytes of base64-encoded data")
+    try:
+        document = json.loads(base64.b64decode(value, validate=True),
+                              parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        document = exc
+    if not isinstance(document, dict):
+        raise ServiceError(400, "InvalidRequestContentException",
+                           "Client context must be a valid Base64-encoded JSON object")
+    return json.dumps(document, separators=(",", ":"))
+
+
+def refusal(status: int, path: str) -> Response:
+    """The front server's refusals: Lambda's error shape on the Invoke API's path, API
+    Gateway's elsewhere."""
+    if status == 413 and _PATH.fullmatch(path):
+        return ServiceError(413, "RequestTooLargeException",
+                            f"Request must be smaller than {MAX_SYNC_BYTES} bytes for the "
+                            "InvokeFunction operation").response(ids.request_id())
+    return gateway_refusal(status)

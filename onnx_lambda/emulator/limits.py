@@ -10,6 +10,10 @@ nothing (``"off"``). The child joins its cgroup / affinity before ``exec`` (in
 Memory: measured as the sum of ``VmHWM`` (peak resident set) over the environment's process
 tree, read from ``/proc``; this is both "Max Memory Used" and the value checked against the
 memory size by polling (the environment is killed when it goes over).
+
+Service quotas: the constants below are AWS's where AWS has one (the source page is named
+beside each), ours where it has none; :class:`ServerLimits` bundles what one HTTP server
+enforces (:mod:`.http11`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,48 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
+
+# "Quotas for configuring and running an HTTP API in API Gateway" (AWS docs)
+HTTP_API_HEAD_BYTES = 10_240  # "Total combined size of request line and header values"
+HTTP_API_PAYLOAD_BYTES = 10 * 1024 * 1024  # "Payload size: 10 MB"
+HTTP_API_TIMEOUT_S = 30.0  # "Maximum integration timeout: 30 seconds"
+# "Amazon API Gateway quotas", REST APIs: "Integration timeout: 50 milliseconds - 29 seconds"
+REST_API_TIMEOUT_S = 29.0
+# "Lambda quotas" (AWS docs): "Invocation payload (request and response): 6 MB each for
+# synchronous and streamed invocations", 1 MB for asynchronous
+LAMBDA_SYNC_PAYLOAD_BYTES = 6_291_456
+LAMBDA_ASYNC_PAYLOAD_BYTES = 1_048_576
+LAMBDA_SYNC_RESPONSE_BYTES = 6_291_556
+# "Invoke" (Lambda API reference): "ClientContext: up to 3,583 bytes of base64-encoded data"
+LAMBDA_CLIENT_CONTEXT_BYTES = 3_583
+# ours: the HTTP API quota page documents no idle connection timeout; 310 s is the figure
+# quoted for API Gateway elsewhere (not verified against an AWS page here)
+IDLE_CONNECTION_TIMEOUT_S = 310.0
+# ours (AWS documents none; CloudFront/ALB-style values): a request's head must arrive in
+# this long, and its body must keep arriving (the timer restarts on every chunk)
+HEAD_READ_TIMEOUT_S = 10.0
+BODY_IDLE_TIMEOUT_S = 30.0
+# ours: what the whole server holds in request bodies (unfinished, queued and in flight);
+# 10 requests of API Gateway's maximum size
+MAX_BUFFERED_BYTES = 10 * HTTP_API_PAYLOAD_BYTES
+MAX_CONNECTIONS = 1_000  # ours: beyond it the longest-idle connection is closed
+MAX_PIPELINED = 8  # ours: requests parsed ahead of the one in flight before reading pauses
+
+
+class ServerLimits(NamedTuple):
+    """What one HTTP server enforces (defaults: API Gateway's HTTP API front)."""
+
+    max_head: int = HTTP_API_HEAD_BYTES
+    max_body: int = HTTP_API_PAYLOAD_BYTES
+    max_buffered: int = MAX_BUFFERED_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    max_pipelined: int = MAX_PIPELINED
+    idle_timeout_s: float | None = IDLE_CONNECTION_TIMEOUT_S
+    head_timeout_s: float | None = HEAD_READ_TIMEOUT_S
+    body_timeout_s: float | None = BODY_IDLE_TIMEOUT_S
 
 MB_PER_VCPU = 1769
 MAX_VCPUS = 6

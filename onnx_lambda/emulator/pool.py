@@ -8,12 +8,14 @@
   ``AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency``, are never reaped and are
   replaced when they die.
 - Idle on-demand environments are reaped after ``idle_timeout_s``.
-- Asynchronous (``Event``) invocations wait for capacity instead of being throttled.
+- Asynchronous (``Event``) invocations wait for capacity instead of being throttled: in a
+  queue of futures, each woken when an environment is released (no polling).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import time
@@ -34,7 +36,6 @@ from onnx_lambda.emulator.template import FunctionSpec
 
 ON_DEMAND = "on-demand"
 PROVISIONED = "provisioned-concurrency"
-EVENT_RETRY_S = 0.02
 
 
 class Throttled(Exception):
@@ -80,6 +81,7 @@ class FunctionPool:
         # Why the last provisioned environment failed its init (None: none failed, or one has
         # initialised since): what Lambda reports as the alias's provisioned concurrency FAILED.
         self.init_failure: str | None = None
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -123,12 +125,16 @@ class FunctionPool:
         """Queue an asynchronous invocation: it runs when an environment is free."""
 
         async def run() -> None:
+            queue = self._waiting.append
             while True:
                 try:
                     env = self._acquire()
                     break
                 except Throttled:
-                    await asyncio.sleep(EVENT_RETRY_S)
+                    waiter = asyncio.get_running_loop().create_future()
+                    queue(waiter)
+                    queue = self._waiting.appendleft  # beaten to it: stay first in line
+                    await waiter  # woken by _release
             try:
                 await self._run(env, payload, qualifier, version, None)
             finally:
@@ -190,6 +196,11 @@ class FunctionPool:
         self._leased.discard(env)
         if env.doomed:  # e.g. killed after an oversized response, exit not yet seen
             self._discard(env)
+        while self._waiting:  # capacity for one queued event invocation
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # (a cancelled one is skipped)
+                waiter.set_result(None)
+                break
 
     def _new_environment(self, init_type: str) -> Environment:
         env = Environment(self.spec, init_type=init_type, cpu=self._cpu,

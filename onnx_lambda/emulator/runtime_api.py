@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
+from http import HTTPStatus
 from typing import Protocol
 
 from onnx_lambda.emulator.http11 import HttpServer, Request, Response, json_response
+from onnx_lambda.emulator.limits import LAMBDA_SYNC_RESPONSE_BYTES, ServerLimits
 
 PREFIX = "/2018-06-01/runtime"
 NEXT = f"{PREFIX}/invocation/next"
 INIT_ERROR = f"{PREFIX}/init/error"
 INVOCATION = f"{PREFIX}/invocation/"
-MAX_RESPONSE_BYTES = 6_291_556  # Lambda's limit for a synchronous response
+MAX_RESPONSE_BYTES = LAMBDA_SYNC_RESPONSE_BYTES
 # Bodies up to this size are read so that an oversized response gets Lambda's error, not a
-# connection reset.
+# connection reset. The runtime is trusted more than an API client: no idle timeout (an
+# environment may sit between invocations), headers up to 1 MiB (error causes).
 READ_LIMIT_BYTES = 64 * 1024 * 1024
+LIMITS = ServerLimits(max_head=1024 * 1024, max_body=READ_LIMIT_BYTES,
+                      max_buffered=2 * READ_LIMIT_BYTES, idle_timeout_s=None)
 _ACCEPTED = json_response({"status": "OK"}, 202)
 
 
@@ -104,4 +109,8 @@ def runtime_api_server(sink: RuntimeSink) -> HttpServer:
                 return result(request_id, request.body, error_type or "Unhandled")
         return _error(404, "NotFound", f"no Runtime API endpoint {method} {path}")
 
-    return HttpServer(handle, max_body=READ_LIMIT_BYTES)
+    return HttpServer(handle, limits=LIMITS, refusal=_refusal)
+
+
+def _refusal(status: int, _path: str) -> Response:
+    return _error(status, HTTPStatus(status).phrase.replace(" ", ""), HTTPStatus(status).phrase)

@@ -23,9 +23,15 @@ from typing import Any, TypeVar
 import uvloop
 
 from onnx_lambda.emulator.http11 import Handler, HttpServer, Request, Response
-from onnx_lambda.emulator.http_front import READ_LIMIT_BYTES, api_handler, function_url_handler
-from onnx_lambda.emulator.invoke_api import PATH, invoke_handler, invoked_function, resolve_target
-from onnx_lambda.emulator.limits import CpuLimiter
+from onnx_lambda.emulator.http_front import api_handler, function_url_handler
+from onnx_lambda.emulator.invoke_api import (
+    PATH,
+    invoke_handler,
+    invoked_function,
+    refusal,
+    resolve_target,
+)
+from onnx_lambda.emulator.limits import CpuLimiter, ServerLimits
 from onnx_lambda.emulator.pool import FunctionPool, InvokeResult, PoolConfig
 from onnx_lambda.emulator.report import InvocationRecord
 from onnx_lambda.emulator.template import TemplateSpec, load_template
@@ -47,6 +53,7 @@ class Emulator:
                  provisioned: int | None = None, concurrency: int = 4,
                  idle_timeout_s: float = 600.0, init_timeout_s: float = 10.0,
                  cpu_limit: str = "auto", enforce_memory: bool = True,
+                 http_limits: ServerLimits | None = None,
                  log: Callable[[str], None] | None = _stderr) -> None:
         spec = template if isinstance(template, TemplateSpec) else load_template(
             template, parameter_overrides)
@@ -62,6 +69,7 @@ class Emulator:
         self._pool_config = dict(concurrency=concurrency, idle_timeout_s=idle_timeout_s,
                                  init_timeout_s=init_timeout_s, enforce_memory=enforce_memory)
         self._cpu_mode = cpu_limit
+        self._http_limits = http_limits or ServerLimits()  # API Gateway's, by default
         self.pools: dict[str, FunctionPool] = {}
         self.function_urls: dict[str, str] = {}
         self._servers: list[HttpServer] = []
@@ -146,7 +154,8 @@ class Emulator:
 
     async def _listen(self, handler: Handler, port: int) -> int:
         # an invocation runs to its end when its client goes away, as in Lambda
-        server = HttpServer(handler, max_body=READ_LIMIT_BYTES, cancel_on_disconnect=False)
+        server = HttpServer(handler, limits=self._http_limits, refusal=refusal,
+                            cancel_on_disconnect=False)
         port = await server.start(self.host, port)
         self._servers.append(server)
         return port

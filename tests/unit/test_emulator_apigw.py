@@ -103,3 +103,23 @@ def test_route_priority() -> None:
     assert found and found[1] == {"proxy": "a/b"}
     assert match(routes(("GET", "/x")), "POST", "/x") is None
     assert match(routes(("ANY", "$default")), "PUT", "/any/thing") is not None
+
+
+def test_routing_keeps_an_encoded_slash_in_its_segment() -> None:
+    table = routes(("GET", "/v2/models/{name}"), ("GET", "/v2/models/{name}/ready"),
+                   ("ANY", "/files/{proxy+}"))
+    found = match(table, "GET", "/v2/models/a%2Fb")
+    assert found and found[1] == {"name": "a/b"}  # not /v2/models/a/b (no such route)
+    found = match(table, "GET", "/v2/models/a%2Fb/ready")
+    assert found and found[0].spec.path.endswith("/ready") and found[1] == {"name": "a/b"}
+    found = match(table, "GET", "/v2/mod%65ls/100%25")  # other escapes decode as usual
+    assert found and found[1] == {"name": "100%"}
+    found = match(table, "GET", "/files/a%2Fb/c")
+    assert found and found[1] == {"proxy": "a/b/c"}
+
+
+def test_response_headers_with_cr_lf_or_nul_are_malformed() -> None:
+    for value in ("a\r\nInjected: yes", "a\nb", "a\0b"):
+        output = json.dumps({"statusCode": 200, "headers": {"x-a": value}}).encode()
+        assert apigw.map_response("2.0", output).status == 500
+        assert apigw.map_response("1.0", output).status == 502

@@ -23,6 +23,7 @@ def echo(event: Any, context: Any) -> Any:
         "invokedArn": context.invoked_function_arn,
         "memory": context.memory_limit_in_mb,
         "remainingMs": context.get_remaining_time_in_millis(),
+        "clientCustom": getattr(context.client_context, "custom", None),
         "initType": os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE"),
         "env": {k: v for k, v in os.environ.items()
                 if k.startswith(("AWS_LAMBDA_", "LAMBDA_", "_HANDLER", "AWS_REGION", "EMU_"))},
