@@ -59,7 +59,9 @@ class Session:
                                        api.SessionGetOutputTypeInfo)
         self._output_names = (c_char_p * len(self.outputs))(
             *(o.name.encode() for o in self.outputs))
-        self._input_names = {i.name: i.name.encode() for i in self.inputs}
+        # (name, element type) per output; "" for sequences and maps (typed at run time)
+        self._output_kinds = tuple((o.name, o.dtype) for o in self.outputs)
+        self._feed_names: dict[tuple[str, ...], Any] = {}
 
     def close(self) -> None:
         if self._session:
@@ -94,7 +96,7 @@ class Session:
         if kind.value == capi.TYPE_TENSOR:
             tensor_info = c_void_p()  # owned by ``info``
             api.check(api.CastTypeInfoToTensorInfo(info, byref(tensor_info)))
-            element, shape = self._tensor_info(tensor_info, symbolic=True)
+            element, shape = self._tensor_info(tensor_info)
             return (f"tensor({_ONNX_NAMES.get(element, element)})",
                     BY_ELEMENT_TYPE.get(element, ""), shape)
         if kind.value == capi.TYPE_SEQUENCE:
@@ -117,15 +119,13 @@ class Session:
                 api.ReleaseTypeInfo(inner)
         return f"onnx_type({kind.value})", "", ()
 
-    def _tensor_info(self, info: c_void_p, *, symbolic: bool
-                     ) -> tuple[int, tuple[Any, ...]]:
+    def _tensor_info(self, info: c_void_p) -> tuple[int, tuple[int | str | None, ...]]:
+        """A signature's element type and shape, symbolic dims by name."""
         api, element, rank = self.api, c_int(), c_size_t()
         api.check(api.GetTensorElementType(info, byref(element)))
         api.check(api.GetDimensionsCount(info, byref(rank)))
         dims = (c_int64 * rank.value)()
         api.check(api.GetDimensions(info, dims, rank.value))
-        if not symbolic:
-            return element.value, tuple(dims)
         names = (c_char_p * rank.value)()
         api.check(api.GetSymbolicDimensions(info, names, rank.value))
         shape = tuple(d if d >= 0 else ((n or b"").decode() or None)
@@ -135,21 +135,32 @@ class Session:
     # -- run -------------------------------------------------------------------------------
 
     def run(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
-        """Named inputs (``Tensor`` or numpy arrays) → every output, in signature order."""
+        """Named inputs (``Tensor`` or numpy arrays) → every output, in signature order.
+
+        The hot path of every request: ctypes calls cost about a microsecond each, so the
+        name arrays are built once per feed order and tensor outputs skip the type queries
+        their signature already answers."""
         api = self.api
-        count, n_out = len(feeds), len(self.outputs)
-        names = (c_char_p * count)()
+        count = len(feeds)
+        names = self._feed_names.get(tuple(feeds))
+        if names is None:
+            names = (c_char_p * count)(*(n.encode() for n in feeds))
+            if len(self._feed_names) < 8:  # a client's own key orders: bounded
+                self._feed_names[tuple(feeds)] = names
         values = (c_void_p * count)()
-        outputs = (c_void_p * n_out)()
+        outputs = (c_void_p * len(self._output_kinds))()
         pins: list[Any] = []
         try:
-            for i, (name, value) in enumerate(feeds.items()):
-                encoded = self._input_names.get(name)
-                names[i] = encoded if encoded is not None else name.encode()
-                values[i] = self._ort_value(as_tensor(value), pins)
-            api.check(api.Run(self._session, None, names, values, count, self._output_names,
-                              n_out, outputs))
-            return {o.name: self._to_python(outputs[i]) for i, o in enumerate(self.outputs)}
+            for i, value in enumerate(feeds.values()):
+                values[i] = self._ort_value(value if value.__class__ is Tensor
+                                            else as_tensor(value), pins)
+            status = api.Run(self._session, None, names, values, count, self._output_names,
+                             len(outputs), outputs)
+            if status:
+                api.check(status)
+            return {name: self._tensor(outputs[i], dtype) if dtype
+                    else self._to_python(outputs[i])
+                    for i, (name, dtype) in enumerate(self._output_kinds)}
         finally:
             for value in values:
                 if value:
@@ -161,12 +172,12 @@ class Session:
                 pin.release()
 
     def _ort_value(self, tensor: Tensor, pins: list[Any]) -> int:
-        api, out = self.api, c_void_p()
-        shape = (c_int64 * len(tensor.shape))(*tensor.shape)
-        element = DTYPES[tensor.dtype][0]
+        api, out, rank = self.api, c_void_p(), len(tensor.shape)
+        shape = (c_int64 * rank)(*tensor.shape)
+        element, _, itemsize = DTYPES[tensor.dtype]
         if tensor.dtype == "string":
-            api.check(api.CreateTensorAsOrtValue(api.allocator, shape, len(tensor.shape),
-                                                 element, byref(out)))
+            api.check(api.CreateTensorAsOrtValue(api.allocator, shape, rank, element,
+                                                 byref(out)))
             strings = (c_char_p * len(tensor.data))(*(s.encode() for s in tensor.data))
             try:
                 api.check(api.FillStringTensor(out, strings, len(tensor.data)))
@@ -174,15 +185,23 @@ class Session:
                 api.ReleaseValue(out)
                 raise
             return out.value
-        pin = _Pinned(tensor.data)
-        pins.append(pin)
-        expected = tensor.size * tensor.itemsize
-        if pin.length != expected:
+        data = tensor.data
+        if data.__class__ is bytes:  # ctypes passes a bytes object's own storage
+            address, length = data or None, len(data)
+        else:
+            pin = _Pinned(data)
+            pins.append(pin)
+            address, length = pin.address, pin.length
+        expected = itemsize
+        for dim in tensor.shape:
+            expected *= dim
+        if length != expected:
             raise capi.OrtError(f"{tensor.dtype}{list(tensor.shape)} needs {expected} bytes, "
-                                f"the buffer has {pin.length}", 2)
-        api.check(api.CreateTensorWithDataAsOrtValue(api.cpu_memory, pin.address, pin.length,
-                                                     shape, len(tensor.shape), element,
-                                                     byref(out)))
+                                f"the buffer has {length}", 2)
+        status = api.CreateTensorWithDataAsOrtValue(api.cpu_memory, address, length, shape,
+                                                    rank, element, byref(out))
+        if status:
+            api.check(status)
         return out.value
 
     def _to_python(self, value: int) -> Any:
@@ -208,17 +227,25 @@ class Session:
             return dict(zip(keys.flat(), values.flat(), strict=True))
         return items
 
-    def _tensor(self, value: int) -> Tensor:
-        api, info = self.api, c_void_p()
+    def _tensor(self, value: int, dtype: str | None = None) -> Tensor:
+        """A tensor ``OrtValue`` → ``Tensor`` (one copy); ``dtype`` when the signature knows it."""
+        api, info, rank = self.api, c_void_p(), c_size_t()
         api.check(api.GetTensorTypeAndShape(value, byref(info)))
         try:
-            element, shape = self._tensor_info(info, symbolic=False)
+            if dtype is None:
+                element = c_int()
+                api.check(api.GetTensorElementType(info, byref(element)))
+                dtype = BY_ELEMENT_TYPE.get(element.value)
+                if dtype is None:
+                    raise capi.OrtError(f"output element type "
+                                        f"{_ONNX_NAMES.get(element.value, element.value)} is "
+                                        "not supported", 9)
+            api.check(api.GetDimensionsCount(info, byref(rank)))
+            dims = (c_int64 * rank.value)()
+            api.check(api.GetDimensions(info, dims, rank.value))
         finally:
             api.ReleaseTensorTypeAndShapeInfo(info)
-        dtype = BY_ELEMENT_TYPE.get(element)
-        if dtype is None:
-            raise capi.OrtError(f"output element type {_ONNX_NAMES.get(element, element)} is "
-                                "not supported", 9)
+        shape = tuple(dims)
         size = 1
         for dim in shape:
             size *= dim

@@ -2,9 +2,11 @@
 
     python -m onnx_lambda.bench.handler [--model models/digits] [--repeat 15]
 
-- cold init: fresh interpreter → ready, interleaved (floor, ours, floor, ours, …). The floor is
-  ``import numpy, onnxruntime; InferenceSession(portable model); run()``; ours is
-  ``import handler.app`` (settings, artifact, session, pipeline, warm-up inference).
+- cold init: fresh interpreter → ready, interleaved (floor, C-API floor, ours, …). The floor is
+  ``import numpy, onnxruntime; InferenceSession(portable model); run()``; the C-API floor is a
+  bare interpreter with ``ctypes`` over libonnxruntime (``handler.ort``: load, session on the
+  file and optimization level the handler uses, one run); ours is ``import handler.app``
+  (settings, artifact, session, pipeline, warm-up inference).
 - warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
   with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
 - peak RSS after init of each cold process (VmHWM: ru_maxrss would inherit the parent's).
@@ -46,6 +48,22 @@ t3 = time.perf_counter()
 print(json.dumps({"imports": (t1 - t0) * 1e3, "load": (t2 - t1) * 1e3, "run": (t3 - t2) * 1e3,
                   "init": (t3 - t0) * 1e3, "rss_mb": peak_rss_mb()}))
 """
+_CAPI_FLOOR = """
+import json, os, sys, time
+from onnx_lambda.bench.rss import peak_rss_mb
+t0 = time.perf_counter()
+from handler.ort.session import Session
+from handler.ort.tensor import from_values
+t1 = time.perf_counter()
+session = Session(sys.argv[1], intra_op_threads=len(os.sched_getaffinity(0)),
+                  optimization=sys.argv[2])
+t2 = time.perf_counter()
+session.run({name: from_values(dtype, tuple(shape), flat)
+             for name, dtype, shape, flat in json.loads(sys.argv[3])})
+t3 = time.perf_counter()
+print(json.dumps({"imports": (t1 - t0) * 1e3, "load": (t2 - t1) * 1e3, "run": (t3 - t2) * 1e3,
+                  "init": (t3 - t0) * 1e3, "rss_mb": peak_rss_mb()}))
+"""
 _OURS = """
 import json, time
 from onnx_lambda.bench.rss import peak_rss_mb
@@ -69,6 +87,18 @@ def floor_inputs(model: Path) -> tuple[Path, list[Any]]:
     return portable, [feeds[spec.name].tolist() for spec in service.model.inputs]
 
 
+def capi_floor_args(model: Path) -> list[str]:
+    """The C-API floor's argv: the file and optimization level the handler loads, and the
+    warm-up's feeds as (name, dtype, shape, flat values)."""
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
+    feeds = service.pipeline.preprocess(service.example_inputs(), {})
+    return [str(service.model.artifact.path), service.model.graph_optimization,
+            json.dumps([[name, t.dtype, list(t.shape), t.flat()] for name, t in feeds.items()])]
+
+
 def _child(code: str, args: list[str], env: dict[str, str]) -> dict[str, float]:
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=ROOT, check=True,
@@ -82,8 +112,10 @@ def cold(model: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ONNX_LAMBDA_MODEL": str(model),
            "ONNX_LAMBDA_LOG_LEVEL": "warning"}
     floor_args = [str(portable), json.dumps(inputs)]
+    capi_args = capi_floor_args(model)
     return interleave({
         "floor": lambda: _child(_FLOOR, floor_args, env),
+        "C-API floor": lambda: _child(_CAPI_FLOOR, capi_args, env),
         "onnx-lambda": lambda: _child(_OURS, [], env),
     }, repeat)
 
@@ -216,13 +248,14 @@ def report(model: Path, repeat: int, iterations: int) -> str:
     cold_runs = cold(model, repeat)
     warm_runs = warm(model, iterations)
     lines = [f"model: {model}", "",
-             "| cold init (fresh process) | floor | onnx-lambda | ratio |", "|---|---|---|---|"]
+             "| cold init (fresh process) | floor | C-API floor | onnx-lambda | ratio to floor "
+             "| ratio to C-API floor |", "|---|---|---|---|---|---|"]
     for key, label in (("wall", "spawn → ready, median ms"), ("init", "in-process init, ms"),
                        ("imports", "imports, ms"), ("load", "session load, ms"),
                        ("run", "first run / warm-up, ms"), ("rss_mb", "peak RSS, MB")):
-        f = percentile([r[key] for r in cold_runs["floor"]], 50)
-        o = percentile([r[key] for r in cold_runs["onnx-lambda"]], 50)
-        lines.append(f"| {label} | {f:.2f} | {o:.2f} | {o / f:.2f}× |")
+        f, c, o = (percentile([r[key] for r in cold_runs[side]], 50)
+                   for side in ("floor", "C-API floor", "onnx-lambda"))
+        lines.append(f"| {label} | {f:.2f} | {c:.2f} | {o:.2f} | {o / f:.2f}× | {o / c:.2f}× |")
     run, full, quiet = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry"))
     lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
     for label, samples in (("bare session.run", run), ("handler(event, ctx)", full),
