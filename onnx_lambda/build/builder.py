@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from rich.console import Console
 
 from handler.manifest import Manifest
-from onnx_lambda.build import measure, optimize, output, quantize, signature
+from onnx_lambda.build import graph_math, measure, optimize, output, quantize, signature
 from onnx_lambda.build.errors import AccuracyGateError
 from onnx_lambda.build.gate import Accuracy, Feeds, collect, compare
 from onnx_lambda.build.progress import Steps
@@ -60,13 +61,31 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         for info in (*inputs, *outputs):
             note(f"{info.name}: {info.dtype}{list(info.shape)}")
         samples = spec.samples or [signature.synthetic_feeds(inputs)]
-        reference = spec.reference
-        if reference is None:
-            reference = collect(_runner(spec.source), samples, spec.comparable)
     current = spec.source
+    metadata = dict(spec.metadata)
+    pipeline_options, graph_outputs = dict(spec.pipeline_options), {}
+    if spec.pipeline in graph_math.PIPELINES:
+        with steps.step("pipeline math into the graph") as note:
+            try:
+                math = graph_math.for_pipeline(proto, spec.pipeline, spec.pipeline_options,
+                                               spec.files, _runner(current)(samples[0]))
+            except graph_math.GraphMathError as exc:
+                note(f"not appended ({exc}): the runtime pipeline computes it in Python")
+            else:
+                current = work / "graph.onnx"
+                onnx.save(math.model, current)
+                outputs = signature.tensor_infos(
+                    signature.check_runnable(current, math.model).get_outputs())
+                graph_outputs, metadata["graph_math"] = math.outputs, math.note
+                pipeline_options.update(math.options)
+                note(f"{', '.join(math.note['appended'])} → "
+                     f"{', '.join(sorted(set(math.outputs.values())))}")
+    # The gate compares like with like: the reference and every candidate include the math.
+    reference = spec.reference
+    if reference is None:
+        reference = collect(_runner(current), samples, spec.comparable)
     fuse = options.fuse == "bert" or (options.fuse == "auto"
                                       and optimize.looks_like_transformer(proto))
-    metadata = dict(spec.metadata)
     if fuse:
         with steps.step("transformer fusions") as note:
             fused = optimize.fuse_transformer(current, work / "fused.onnx", spec.num_heads,
@@ -102,8 +121,9 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             optimization=options.level if options.optimize else "none",
             inputs=inputs, outputs=outputs,
             files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
-            pipeline=spec.pipeline, pipeline_options=dict(spec.pipeline_options),
-            labels=spec.labels, example=spec.example, metadata=metadata)
+            pipeline=spec.pipeline, pipeline_options=pipeline_options,
+            graph_outputs=graph_outputs, labels=spec.labels, example=spec.example,
+            metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
         feeds = {name: value[:1] for name, value in samples[0].items()}  # batch 1
