@@ -64,12 +64,18 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     current = spec.source
     metadata = dict(spec.metadata)
     pipeline_options, graph_outputs = dict(spec.pipeline_options), {}
+    append: Callable[[onnx.ModelProto], graph_math.Appended] | None = None
     if spec.pipeline in graph_math.PIPELINES:
         with steps.step("pipeline math into the graph") as note:
+            raw_outputs = _runner(current)(samples[0])
+
+            def append(model: onnx.ModelProto) -> graph_math.Appended:
+                return graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
+                                               spec.files, raw_outputs)
             try:
-                math = graph_math.for_pipeline(proto, spec.pipeline, spec.pipeline_options,
-                                               spec.files, _runner(current)(samples[0]))
+                math = append(proto)
             except graph_math.GraphMathError as exc:
+                append = None
                 note(f"not appended ({exc}): the runtime pipeline computes it in Python")
             else:
                 current = work / "graph.onnx"
@@ -88,10 +94,14 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                       and optimize.looks_like_transformer(proto))
     if fuse:
         with steps.step("transformer fusions") as note:
-            fused = optimize.fuse_transformer(current, work / "fused.onnx", spec.num_heads,
+            # On the model as given: the fusions' shape inference fails on the appended pooling
+            # (SkipLayerNormalization is then not fused); the math goes onto the fused graph.
+            fused = optimize.fuse_transformer(spec.source, work / "fused.onnx", spec.num_heads,
                                               spec.hidden_size)
             note(", ".join(f"{op} ×{n}" for op, n in fused.items()) or "no pattern matched")
             current = work / "fused.onnx"
+            if append is not None:
+                onnx.save(append(onnx.load(str(current))).model, current)
             metadata["fusions"] = fused
 
     def evaluate(path: Path) -> Accuracy:
