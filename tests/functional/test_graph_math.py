@@ -4,6 +4,7 @@ across opsets; the served responses keep their shape; older artifacts fall back 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -229,12 +230,25 @@ def test_classifier_fallback_matches_the_graph(tmp_path: Path, make_service: Cal
     assert main(["build-model", str(source), "-o", str(out), "--pipeline", "classifier",
                  "--pipeline-option", "top_k=2"]) == 0
     assert Manifest.load(out).graph_outputs["indices"] == "indices"
+    older = tmp_path / "older"  # an artifact from before: its manifest has no graph_outputs
+    shutil.copytree(out, older)
+    manifest = json.loads((older / "model.json").read_text())
+    del manifest["graph_outputs"]
+    (older / "model.json").write_text(json.dumps(manifest))
     x = np.random.default_rng(5).standard_normal((4, 32)).astype(np.float32)
-    graph, bare = make_service(out), make_service(source, pipeline="classifier")
-    assert "no classifier math in its graph" in capsys.readouterr().out
+    graph = make_service(out)
+    assert "no classifier math" not in capsys.readouterr().out
+    for model, env in ((older, {}), (source, {"pipeline": "classifier"})):
+        fallback = make_service(model, **env)
+        assert "no classifier math in its graph" in capsys.readouterr().out
+        compare_predictions(graph, fallback, x)
+
+
+def compare_predictions(graph: Any, fallback: Any, x: np.ndarray) -> None:
     for k in (1, 2, 4, 9):  # within the graph's k, over it (full probabilities), over classes
         request = {"inputs": x.tolist(), "parameters": {"top_k": k}}
-        a, b = graph(request, Context())["predictions"], bare(request, Context())["predictions"]
+        a = graph(request, Context())["predictions"]
+        b = fallback(request, Context())["predictions"]
         assert [[e["label"] for e in p["top_k"]] for p in a] == \
                [[e["label"] for e in p["top_k"]] for p in b]
         assert len(a[0]["top_k"]) == min(k, 5)
