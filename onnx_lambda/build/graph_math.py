@@ -27,6 +27,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_lambda.build.gate import Comparable, Feeds
+
 MIN_OPSET = 11
 PIPELINES = ("classifier", "text-embedding")
 DEFAULT_TOP_K = 5  # the classifier pipeline's default
@@ -313,3 +315,14 @@ def _pad_id(tokenizer: Path | None) -> int:
         return 0
     padding = json.loads(tokenizer.read_text(encoding="utf-8")).get("padding") or {}
     return int(padding.get("pad_id", 0))
+
+
+def gated(comparable: Comparable, appended: Appended) -> Comparable:
+    """The gate's rows without the top-k outputs: they follow from the probabilities (compared
+    by cosine, and top-1), while their lower ranks may rightly swap under quantization."""
+    skip = {appended.outputs[role] for role in ("scores", "indices") if role in appended.outputs}
+
+    def rows(outputs: dict[str, Any], feeds: Feeds) -> Any:
+        return comparable({k: v for k, v in outputs.items() if k not in skip}, feeds)
+
+    return rows
