@@ -254,3 +254,16 @@ def compare_predictions(graph: Any, fallback: Any, x: np.ndarray) -> None:
         assert len(a[0]["top_k"]) == min(k, 5)
         np.testing.assert_allclose([[e["score"] for e in p["top_k"]] for p in a],
                                    [[e["score"] for e in p["top_k"]] for p in b], rtol=1e-5)
+
+
+def test_the_gate_compares_probabilities_not_the_top_k_ranks(tmp_path: Path) -> None:
+    from onnx_lambda.build.gate import comparable_outputs
+
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    x = np.random.default_rng(2).standard_normal((3, 32)).astype(np.float32)
+    appended = append_classifier(source, {}, x)
+    outputs = run(appended.model, {"x": x})
+    assert set(comparable_outputs(outputs, {})) == {"logits", "probabilities", "scores",
+                                                   "indices"}
+    rows = graph_math.gated(comparable_outputs, appended)(outputs, {})
+    assert set(rows) == {"logits", "probabilities"}
