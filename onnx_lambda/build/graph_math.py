@@ -36,6 +36,7 @@ PREFIX = "onnx_lambda/"
 PROBABILITY_OPS = {"Softmax", "Sigmoid"}
 ML_CLASSIFIERS = {"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"}
 PROBABILITY_TRANSFORMS = {"SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO"}
+_FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16}
 TRANSPARENT_OPS = {"Identity", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Normalizer"}
 
 
@@ -174,9 +175,6 @@ def scores_output(model: onnx.ModelProto, options: Mapping[str, Any]) -> tuple[s
     if zipmap is not None:
         return zipmap.input[0], True
     raise GraphMathError("no float output of rank 1 or 2 (set pipeline_options.output)")
-
-
-_FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16}
 
 
 def classifier(model: onnx.ModelProto, options: Mapping[str, Any],
