@@ -108,7 +108,7 @@ def _pipeline_embed(model: Model) -> Embed:
 def _ort_embed(model: Model, tok: Tokenizer) -> Embed:
     def embed(sentence: str) -> np.ndarray:
         feeds = minilm.encode(tok, [sentence])
-        return minilm.embed(model.run(feeds), feeds)[0]
+        return minilm.pool(model.run(feeds)[minilm.OUTPUT], feeds["attention_mask"])[0]
 
     return embed
 
