@@ -37,6 +37,8 @@ def create(settings: Settings) -> Service:
     manifest = found.manifest
     pipeline = pipelines.load(settings.pipeline or (manifest.pipeline if manifest else "tensor"),
                               model, manifest.pipeline_options if manifest else {})
+    if pipeline.warning:
+        telemetry.log("warning", pipeline.warning)
     loaded = time.perf_counter()
     durations = {"model-load": (loaded - started) * 1000.0}
     service = Service(settings, model, pipeline, telemetry, durations)

@@ -54,6 +54,9 @@ class Manifest:
     files: dict[str, str]
     pipeline: str = "tensor"
     pipeline_options: dict[str, Any] = field(default_factory=dict)
+    # Pipeline math appended to the graph by build-model: role → output name (classifier:
+    # probabilities, scores, indices; text-embedding: embedding). Empty: the runtime computes it.
+    graph_outputs: dict[str, str] = field(default_factory=dict)
     labels: tuple[str, ...] | None = None
     example: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -78,6 +81,7 @@ class Manifest:
             files=dict(data.get("files", {})),
             pipeline=data.get("pipeline", "tensor"),
             pipeline_options=dict(data.get("pipeline_options", {})),
+            graph_outputs=dict(data.get("graph_outputs", {})),
             labels=tuple(labels) if labels is not None else None,
             example=data.get("example"),
             metadata=dict(data.get("metadata", {})),

@@ -19,6 +19,7 @@ class Pipeline:
     """Base class: subclasses override ``preprocess``/``postprocess`` (and ``example``)."""
 
     name = "base"
+    warning = ""  # something init should log once (e.g. math the model's graph lacks)
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         self.model = model

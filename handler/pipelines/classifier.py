@@ -6,24 +6,34 @@ optional ``"parameters": {"top_k": 3}``. Response, one prediction per batch row:
     {"predictions": [{"label": "3", "score": 0.97,
                       "top_k": [{"label": "3", "score": 0.97}, {"label": "8", "score": 0.02}]}]}
 
+The math is in the graph: ``onnx-lambda build-model`` appends softmax (for logits) and TopK, and
+names the outputs in the manifest's ``graph_outputs`` (``probabilities``, ``scores``,
+``indices``); this module only maps indices to labels (no numpy: ``.tolist()`` and ``.shape``
+of the outputs). A request for more than the graph's k reads the full ``probabilities``.
+A model without them (a bare ``.onnx``, an artifact built before) gets the same math in Python.
+
 Options (``pipeline_options``): ``output`` — the scores output (default: the first float output
 of rank 1 or 2); ``probabilities`` — true when the scores already are probabilities, false to
-always apply softmax (default: detected per batch: non-negative rows summing to 1 are kept);
-``top_k`` — the default k (5). Labels come from the manifest (default: class indices).
+always apply softmax (default: detected by the build; in Python, per batch: non-negative rows
+summing to 1 are kept); ``top_k`` — the default k (5). Labels come from the manifest (default:
+class indices).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from handler.errors import InferenceError, InvalidInputError, ModelLoadError
 from handler.model import Model
 from handler.pipelines.tensor import TensorPipeline
 
 DEFAULT_TOP_K = 5
+GRAPH_ROLES = ("probabilities", "scores", "indices")
+PREDATES = ("the model has no classifier math in its graph (a bare model, or built before "
+            "build-model appended it): softmax and top-k run in Python; rebuild it with "
+            "onnx-lambda build-model")
 
 
 class ClassifierPipeline(TensorPipeline):
@@ -31,13 +41,24 @@ class ClassifierPipeline(TensorPipeline):
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         super().__init__(model, options)
-        self.output = self.options.get("output") or _scores_output(model)
-        spec = next((s for s in model.outputs if s.name == self.output), None)
+        manifest = model.artifact.manifest
+        self.labels = tuple(manifest.labels) if manifest and manifest.labels else None
+        specs = {s.name: s for s in model.outputs}
+        graph = manifest.graph_outputs if manifest else {}
+        if all(graph.get(role) in specs for role in GRAPH_ROLES):
+            self.graph: tuple[str, str, str] | None = (
+                graph["probabilities"], graph["scores"], graph["indices"])
+            self.output = self.graph[0]
+            graph_k = specs[self.graph[1]].shape[-1]
+            self.graph_k = graph_k if isinstance(graph_k, int) else 0
+        else:
+            self.graph = None
+            self.warning = PREDATES
+            self.output = self.options.get("output") or _scores_output(model)
+        spec = specs.get(self.output)
         if spec is None or spec.dtype.kind != "f":
             raise ModelLoadError(f"classifier pipeline: {self.output!r} is not a float output of "
                                  f"this model ({', '.join(s.describe() for s in model.outputs)})")
-        manifest = model.artifact.manifest
-        self.labels = tuple(manifest.labels) if manifest and manifest.labels else None
         classes = spec.shape[-1] if spec.shape else None
         if self.labels and isinstance(classes, int) and classes != len(self.labels):
             raise ModelLoadError(f"classifier pipeline: {len(self.labels)} labels for "
@@ -47,39 +68,61 @@ class ClassifierPipeline(TensorPipeline):
                                    ModelLoadError)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, np.ndarray]) -> Any:
-        scores = np.asarray(outputs[self.output].tolist(), dtype=np.float64)
-        if scores.ndim == 1:
-            scores = scores[np.newaxis, :]
-        if scores.ndim != 2:
-            raise InferenceError(f"classifier: output {self.output!r} has shape "
-                                 f"{list(scores.shape)}, expected [batch, classes]")
-        classes = scores.shape[1]
-        if self.labels and classes != len(self.labels):
-            raise InferenceError(f"classifier: {classes} scores but {len(self.labels)} labels")
-        k = min(classes, _positive_int(parameters.get("top_k", self.top_k), "parameters.top_k",
-                                       InvalidInputError))
-        probs = scores if self._are_probabilities(scores) else softmax(scores)
-        order = np.argsort(-probs, axis=1, kind="stable")[:, :k]
+                    feeds: Mapping[str, Any]) -> Any:
+        k = _positive_int(parameters.get("top_k", self.top_k), "parameters.top_k",
+                          InvalidInputError)
+        if self.graph is not None and k <= self.graph_k:
+            # tolist() once per output: per-element access to a tensor is slow on the hot path.
+            # json(): the graph's float32 scores as their shortest decimals
+            scores, indices = outputs[self.graph[1]].json(), outputs[self.graph[2]].tolist()
+            tops = [list(zip(i[:k], s[:k], strict=True))
+                    for s, i in zip(scores, indices, strict=True)]
+        else:
+            tops = [top_k(row, k) for row in self._probabilities(outputs[self.output])]
         predictions = []
-        # tolist() once per batch: per-element numpy scalars are slow on the hot path.
-        for row, indices in zip(probs.tolist(), order.tolist(), strict=True):
-            top = [{"label": self._label(i), "score": row[i]} for i in indices]
-            predictions.append({**top[0], "top_k": top})
+        for top in tops:
+            entries = [{"label": self._label(i), "score": score} for i, score in top]
+            predictions.append({**entries[0], "top_k": entries})
         return {"predictions": predictions}
 
-    def _are_probabilities(self, scores: np.ndarray) -> bool:
-        if self.probabilities is not None:
-            return bool(self.probabilities)
-        return bool(np.all(scores >= 0) and np.allclose(scores.sum(axis=1), 1.0, atol=1e-3))
+    def _probabilities(self, value: Any) -> list[list[float]]:
+        """Rows of class probabilities: the graph's, or the scores with softmax where needed."""
+        rows = value.json() if self.graph is not None else value.tolist()
+        rank = len(value.shape)
+        if rank == 1:
+            rows = [rows]
+        elif rank != 2:
+            raise InferenceError(f"classifier: output {self.output!r} has shape "
+                                 f"{list(value.shape)}, expected [batch, classes]")
+        if self.labels and rows and len(rows[0]) != len(self.labels):
+            raise InferenceError(f"classifier: {len(rows[0])} scores but {len(self.labels)} "
+                                 "labels")
+        if self.graph is not None or (self.probabilities if self.probabilities is not None
+                                      else are_probabilities(rows)):
+            return rows
+        return [softmax(row) for row in rows]
 
     def _label(self, index: int) -> str:
         return self.labels[index] if self.labels else str(index)
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
-    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
-    return shifted / shifted.sum(axis=1, keepdims=True)
+def are_probabilities(rows: Sequence[Sequence[float]]) -> bool:
+    """Non-negative rows summing to 1 (within 1e-3)."""
+    return all(min(row) >= 0 and abs(math.fsum(row) - 1.0) <= 1e-3 for row in rows)
+
+
+def softmax(row: Sequence[float]) -> list[float]:
+    top = max(row)
+    exps = [math.exp(v - top) for v in row]
+    total = math.fsum(exps)
+    return [e / total for e in exps]
+
+
+def top_k(row: Sequence[float], k: int) -> list[tuple[int, float]]:
+    """The k largest (index, score), largest first; ties keep the lower index first, as the
+    graph's TopK does (Python's sort is stable, reverse included)."""
+    order = sorted(range(len(row)), key=row.__getitem__, reverse=True)[:k]
+    return [(i, row[i]) for i in order]
 
 
 def _scores_output(model: Model) -> str:

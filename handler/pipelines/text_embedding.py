@@ -12,14 +12,18 @@ Options (``pipeline_options``): ``tokenizer`` — file beside the model (``token
 ``output`` — the token-embeddings output (default: the first); ``pooling`` — ``mean`` (masked
 mean over tokens) or ``cls`` (first token); ``normalize`` — L2-normalise (true).
 A model whose output is already pooled (rank 2) is used as is.
+
+The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
+(output ``sentence_embedding``, named in the manifest's ``graph_outputs``), so ``postprocess``
+only reads ``.tolist()`` and ``.shape``. A model without it (a bare ``.onnx``, an artifact built
+before) gets the same math in Python, over lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from handler.errors import InvalidInputError, ModelLoadError
 from handler.model import Model
@@ -27,6 +31,9 @@ from handler.ort.tensor import Tensor, from_values
 from handler.pipelines.base import Pipeline
 
 REQUIREMENTS_HINT = "pip install -r layers/requirements-text.txt (the tokenizers package)"
+PREDATES = ("the model has no pooling in its graph (a bare model, or built before build-model "
+            "appended it): pooling and normalisation run in Python; rebuild it with "
+            "onnx-lambda build-model")
 
 
 class TextEmbeddingPipeline(Pipeline):
@@ -61,8 +68,13 @@ class TextEmbeddingPipeline(Pipeline):
         if "input_ids" not in model.input_by_name:
             raise ModelLoadError("text-embedding pipeline: the model has no 'input_ids' input "
                                  f"({', '.join(s.describe() for s in model.inputs)})")
+        names = {s.name for s in model.outputs}
+        manifest = model.artifact.manifest
+        self.embedding = manifest.graph_outputs.get("embedding") if manifest else None
+        if self.embedding not in names:
+            self.embedding, self.warning = None, PREDATES
         self.output = self.options.get("output") or model.outputs[0].name
-        if self.output not in {s.name for s in model.outputs}:
+        if self.output not in names:
             raise ModelLoadError(f"text-embedding pipeline: no output {self.output!r}")
 
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
@@ -76,17 +88,23 @@ class TextEmbeddingPipeline(Pipeline):
         return _feeds(self.tokenizer.encode_batch(sentences), self.model)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
-                    feeds: Mapping[str, Tensor]) -> Any:
+                    feeds: Mapping[str, Any]) -> Any:
         # The model's own mask input when it has one, else padding told apart by its id.
-        mask = np.asarray(feeds["attention_mask"].numpy() if "attention_mask" in feeds
-                          else feeds["input_ids"].numpy() != self.pad_id, dtype=np.float32)
-        hidden = np.asarray(outputs[self.output].numpy(), dtype=np.float32)
-        if hidden.ndim == 3:
-            hidden = mean_pool(hidden, mask) if self.pooling == "mean" else hidden[:, 0]
-        if self.normalize:
-            hidden = l2_normalize(hidden)
-        return {"embeddings": hidden.tolist(), "dimensions": int(hidden.shape[-1]),
-                "tokens": mask.sum(axis=1).astype(int).tolist()}
+        if "attention_mask" in feeds:
+            mask = feeds["attention_mask"].tolist()
+        else:
+            mask = [[int(t != self.pad_id) for t in row] for row in feeds["input_ids"].tolist()]
+        value = outputs[self.embedding or self.output]
+        # the graph's float32 vectors as their shortest decimals; Python's own math as is
+        vectors = value.json() if self.embedding else value.tolist()
+        if self.embedding is None:
+            if len(value.shape) == 3:
+                vectors = ([mean_pool(h, m) for h, m in zip(vectors, mask, strict=True)]
+                           if self.pooling == "mean" else [h[0] for h in vectors])
+            if self.normalize:
+                vectors = [l2_normalize(v) for v in vectors]
+        return {"embeddings": vectors, "dimensions": int(value.shape[-1]),
+                "tokens": [int(sum(row)) for row in mask]}
 
     def example(self) -> Any:
         return ["warm-up sentence"]
@@ -102,15 +120,18 @@ def _feeds(encodings: list[Any], model: Model) -> dict[str, Tensor]:
             if (spec := model.input_by_name.get(name)) is not None}
 
 
-def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def mean_pool(tokens: Sequence[Sequence[float]], mask: Sequence[float]) -> list[float]:
     """Mean of the token vectors where ``mask`` is 1 (padding excluded)."""
-    weights = mask[:, :, np.newaxis]
-    return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    kept = [t for t, m in zip(tokens, mask, strict=True) if m]
+    if not kept:
+        return [0.0] * len(tokens[0])
+    count = float(sum(mask))
+    return [math.fsum(column) / count for column in zip(*kept, strict=True)]
 
 
-def l2_normalize(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)
+def l2_normalize(vector: Sequence[float]) -> list[float]:
+    norm = max(math.sqrt(math.fsum(v * v for v in vector)), 1e-12)
+    return [v / norm for v in vector]
 
 
 PIPELINE = TextEmbeddingPipeline

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from rich.console import Console
 
 from handler.manifest import Manifest
 from onnx_lambda.build import (
     example,
+    graph_math,
     inspect,
     ladder,
     measure,
@@ -82,28 +84,57 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                 signature.runner(session))
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
-        if spec.reference is None:
-            reference = collect(_runner(spec.source), samples, spec.comparable)
-        else:  # an example's own reference rows (minilm: PyTorch's embeddings)
-            reference = (spec.reference if isinstance(spec.reference, dict)
-                         else {"output": spec.reference})
-        if not reference:
-            note("accuracy gate: nothing comparable (no numeric, label or map output): "
-                 "outputs are not checked")
     current = spec.source
+    metadata = dict(spec.metadata)
+    comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
+    append: Callable[[onnx.ModelProto], graph_math.Appended] | None = None
+    if spec.pipeline in graph_math.PIPELINES:
+        with steps.step("pipeline math into the graph") as note:
+            raw_outputs = _runner(current)(samples[0])
+
+            def append(model: onnx.ModelProto) -> graph_math.Appended:
+                return graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
+                                               spec.files, raw_outputs)
+            try:
+                math = append(proto)
+            except graph_math.GraphMathError as exc:
+                append = None
+                note(f"not appended ({exc}): the runtime pipeline computes it in Python")
+            else:
+                current = work / "graph.onnx"
+                onnx.save(math.model, current)
+                outputs = signature.tensor_infos(
+                    signature.check_runnable(current, math.model).get_outputs())
+                graph_outputs, metadata["graph_math"] = math.outputs, math.note
+                pipeline_options.update(math.options)
+                comparable = graph_math.gated(spec.comparable, math)
+                note(f"{', '.join(math.note['appended'])} → "
+                     f"{', '.join(sorted(set(math.outputs.values())))}")
+    # The gate compares like with like: the reference and every candidate include the math.
+    if spec.reference is None:
+        reference = collect(_runner(current), samples, comparable)
+    else:  # an example's own reference rows (minilm: PyTorch's embeddings)
+        reference = (spec.reference if isinstance(spec.reference, dict)
+                     else {"output": spec.reference})
+    if not reference:
+        steps.console.print("    [dim]accuracy gate: nothing comparable (no numeric, label or "
+                            "map output): outputs are not checked[/dim]")
     fuse = options.fuse == "bert" or (options.fuse == "auto"
                                       and optimize.looks_like_transformer(proto))
-    metadata = dict(spec.metadata)
     if fuse:
         with steps.step("transformer fusions") as note:
-            fused = optimize.fuse_transformer(current, work / "fused.onnx", spec.num_heads,
+            # On the model as given: the fusions' shape inference fails on the appended pooling
+            # (SkipLayerNormalization is then not fused); the math goes onto the fused graph.
+            fused = optimize.fuse_transformer(spec.source, work / "fused.onnx", spec.num_heads,
                                               spec.hidden_size)
             note(", ".join(f"{op} ×{n}" for op, n in fused.items()) or "no pattern matched")
             current = work / "fused.onnx"
+            if append is not None:
+                onnx.save(append(onnx.load(str(current))).model, current)
             metadata["fusions"] = fused
 
     def evaluate(path: Path) -> Accuracy:
-        candidate = collect(_runner(path), samples, spec.comparable)
+        candidate = collect(_runner(path), samples, comparable)
         return compare(reference, candidate, classifier=spec.classifier)
 
     settings = _quantize_settings(spec, options)
@@ -132,8 +163,9 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             optimization=options.level if options.optimize else "none",
             inputs=inputs, outputs=outputs,
             files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
-            pipeline=spec.pipeline, pipeline_options=dict(spec.pipeline_options),
-            labels=spec.labels, example=inline, example_file=example_file, metadata=metadata)
+            pipeline=spec.pipeline, pipeline_options=pipeline_options,
+            graph_outputs=graph_outputs, labels=spec.labels, example=inline,
+            example_file=example_file, metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
         feeds = found.feeds if found is not None else _batch_one(samples[0])
@@ -141,7 +173,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
                                        measure.folder_size(staging), feeds)
-        accuracy = compare(reference, collect(model.run, samples, spec.comparable),
+        accuracy = compare(reference, collect(model.run, samples, comparable),
                            classifier=spec.classifier)
         note(f"as the runtime loads it: {accuracy.describe()}")
         failures = accuracy.failures(options.thresholds)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.console import Console
 
-from handler.pipelines.text_embedding import l2_normalize, mean_pool
 from onnx_lambda.build.errors import BuildError
 from onnx_lambda.build.gate import Feeds
 from onnx_lambda.build.quantize import QuantizeSettings
@@ -31,6 +30,7 @@ if TYPE_CHECKING:  # build-time only types; the modules load lazily below
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for this model
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "last_hidden_state"
+EMBEDDING = "sentence_embedding"  # the output build-model appends (graph_math.text_embedding)
 EXPORT_TOLERANCE = 1e-3
 # Found by the build's sensitivity ranking (quantize.tune) on this export, most harmful first.
 # With Attention fused, all 27 quantizable nodes in INT8 give cosine mean 0.9913 / min 0.973;
@@ -76,9 +76,17 @@ def encode(tok: Tokenizer, sentences: list[str]) -> Feeds:
 
 
 def embed(outputs: dict[str, np.ndarray], feeds: Feeds) -> np.ndarray:
-    """The sentence-transformers recipe, as the text-embedding pipeline applies it."""
-    return l2_normalize(mean_pool(outputs[OUTPUT].astype(np.float32),
-                                  feeds["attention_mask"].astype(np.float32)))
+    """What the gate compares: the pooled, normalised output build-model appends to the graph."""
+    return outputs[EMBEDDING]
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The sentence-transformers recipe in numpy (the reference for the appended graph): mean
+    over the tokens where the attention mask is 1, then L2 normalisation."""
+    weights = mask.astype(np.float32)[:, :, np.newaxis]
+    pooled = (hidden.astype(np.float32) * weights).sum(axis=1) / np.clip(
+        weights.sum(axis=1), 1e-9, None)
+    return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
 
 def torch_embed(model: torch.nn.Module, feeds: Feeds) -> np.ndarray:
@@ -86,7 +94,7 @@ def torch_embed(model: torch.nn.Module, feeds: Feeds) -> np.ndarray:
 
     with torch.inference_mode():
         hidden = model(**{k: torch.from_numpy(v) for k, v in feeds.items()}).last_hidden_state
-    return embed({OUTPUT: hidden.numpy()}, feeds)
+    return pool(hidden.numpy(), feeds["attention_mask"])
 
 
 def export(model: torch.nn.Module, feeds: Feeds, path: Path) -> None:

@@ -109,7 +109,7 @@ def _pipeline_embed(model: Model) -> Embed:
 def _ort_embed(model: Model, tok: Tokenizer) -> Embed:
     def embed(sentence: str) -> np.ndarray:
         feeds = minilm.encode(tok, [sentence])
-        return minilm.embed(as_numpy(model.run(feeds)), feeds)[0]
+        return minilm.pool(as_numpy(model.run(feeds))[minilm.OUTPUT], feeds["attention_mask"])[0]
 
     return embed
 

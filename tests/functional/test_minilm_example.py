@@ -37,6 +37,11 @@ def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
     assert accuracy["mean_cosine"] >= 0.99 and accuracy["min_cosine"] >= 0.98
     assert manifest.metadata["quantization"]["type"] == "dynamic-int8"
     assert manifest.metadata["fusions"]["Attention"] == 6  # one per layer
+    # The pooling is appended after the fusions (before, their shape inference failed on it
+    # and SkipLayerNormalization went unfused).
+    assert manifest.metadata["fusions"]["SkipLayerNormalization"] == 12
+    assert manifest.graph_outputs == {"embedding": "sentence_embedding"}
+    assert [o.name for o in manifest.outputs] == ["sentence_embedding"]
     source_size = manifest.metadata["build"]["before"]["size_bytes"]
     assert (minilm_folder / manifest.model).stat().st_size < source_size / 2
 

@@ -11,7 +11,6 @@ import onnxruntime as ort
 import pytest
 
 from handler.errors import ModelLoadError
-from handler.pipelines.classifier import softmax
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import build_models
@@ -33,6 +32,11 @@ def logits_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def batch(rows: int = 4) -> np.ndarray:
     return np.random.default_rng(3).standard_normal((rows, 32)).astype(np.float32)
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 def logits(source: Path, x: np.ndarray) -> np.ndarray:

@@ -15,8 +15,9 @@ WORDS = ("hello", "world", "the", "cat", "sat", "on", "mat", "dog", "runs", "fas
 VOCAB = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(WORDS)}}
 
 
-def _save(graph: onnx.GraphProto, path: Path, *, domains: tuple[str, ...] = ()) -> Path:
-    opsets = [helper.make_opsetid("", OPSET), *(helper.make_opsetid(d, 1) for d in domains)]
+def _save(graph: onnx.GraphProto, path: Path, *, domains: tuple[str, ...] = (),
+          opset: int = OPSET) -> Path:
+    opsets = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, 1) for d in domains)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     onnx.save(model, path)
@@ -28,7 +29,7 @@ def _weight(name: str, array: np.ndarray) -> onnx.TensorProto:
 
 
 def mlp(path: Path, *, features: int = 32, hidden: int = 64, classes: int = 5,
-        seed: int = 0) -> Path:
+        seed: int = 0, opset: int = OPSET) -> Path:
     """x: float32[batch, features] → logits: float32[batch, classes] (two MatMuls + Relu)."""
     rng = np.random.default_rng(seed)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", features])
@@ -40,7 +41,7 @@ def mlp(path: Path, *, features: int = 32, hidden: int = 64, classes: int = 5,
              helper.make_node("Add", ["h0", "b1"], ["h1"]),
              helper.make_node("Relu", ["h1"], ["h2"]),
              helper.make_node("MatMul", ["h2", "W2"], ["logits"], name="second")]
-    return _save(helper.make_graph(nodes, "mlp", [x], [y], inits), path)
+    return _save(helper.make_graph(nodes, "mlp", [x], [y], inits), path, opset=opset)
 
 
 def probabilities(path: Path, *, features: int = 8, classes: int = 3) -> Path:
@@ -63,26 +64,33 @@ def custom_op(path: Path) -> Path:
     return _save(helper.make_graph([node], "custom", [x], [y]), path, domains=("com.example",))
 
 
-def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0) -> tuple[Path, np.ndarray]:
-    """input_ids, attention_mask, token_type_ids: int64[batch, sequence] →
+def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0, opset: int = OPSET,
+                     names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids"),
+                     ) -> tuple[Path, np.ndarray]:
+    """``names`` (input_ids first): int64[batch, sequence] →
     last_hidden_state: float32[batch, sequence, dim], each token's row of a random table
     (returned, so tests can compute the expected pooling themselves)."""
     table = np.random.default_rng(seed).standard_normal((len(VOCAB), dim)).astype(np.float32)
-    names = ("input_ids", "attention_mask", "token_type_ids")
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
               for n in names]
     out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
                                         ["batch", "sequence", dim])
-    # The mask and type ids take part (times zero) so that onnxruntime keeps them as inputs.
-    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["rows"]),
-             helper.make_node("Add", ["attention_mask", "token_type_ids"], ["both"]),
-             helper.make_node("Mul", ["both", "zero"], ["nothing"]),
+    # The other inputs take part (times zero) so that onnxruntime keeps them as inputs.
+    unsqueeze = (helper.make_node("Unsqueeze", ["nothing_f", "last_axis"], ["nothing_3d"])
+                 if opset >= 13 else
+                 helper.make_node("Unsqueeze", ["nothing_f"], ["nothing_3d"], axes=[2]))
+    added = [helper.make_node("Add", [names[0] if i == 1 else f"both{i - 1}", n], [f"both{i}"])
+             for i, n in enumerate(names[1:], start=1)]
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["rows"]), *added,
+             helper.make_node("Mul", [f"both{len(added)}" if added else names[0], "zero"],
+                              ["nothing"]),
              helper.make_node("Cast", ["nothing"], ["nothing_f"], to=TensorProto.FLOAT),
-             helper.make_node("Unsqueeze", ["nothing_f", "last_axis"], ["nothing_3d"]),
+             unsqueeze,
              helper.make_node("Add", ["rows", "nothing_3d"], ["last_hidden_state"])]
     inits = [_weight("table", table), onnx.numpy_helper.from_array(np.int64(0), "zero"),
              onnx.numpy_helper.from_array(np.array([2], dtype=np.int64), "last_axis")]
-    return _save(helper.make_graph(nodes, "tokens", inputs, [out], inits), path), table
+    graph = helper.make_graph(nodes, "tokens", inputs, [out], inits)
+    return _save(graph, path, opset=opset), table
 
 
 def word_tokenizer(path: Path) -> Path:
