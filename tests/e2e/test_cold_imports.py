@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import models
+from onnx_lambda.cli import main
+from tests.support import build_models, models
 
 FORBIDDEN = ["boto3", "botocore", "urllib3", "requests", "pydantic", "torch", "pandas", "scipy",
              "sklearn", "transformers", "aws_lambda_powertools", "tokenizers", "numpy",
@@ -47,3 +48,19 @@ def test_init_loads_neither_numpy_nor_the_binding(tmp_path: Path, name: str) -> 
     assert "handler" in loaded and library  # the probe really ran the init on the C library
     assert loaded.isdisjoint(FORBIDDEN), sorted(loaded & set(FORBIDDEN))
     assert not binding and not numpy
+
+
+def test_built_artifacts_classifier_and_text_embedding(tmp_path: Path) -> None:
+    """``build-model`` artifacts (the graph's own softmax/top-k and pooling): digits with the
+    classifier pipeline, a text-embedding model with its tokenizer (tokenizers is that
+    pipeline's one extra import)."""
+    assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx")
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    assert main(["build-model", str(source), "-o", str(tmp_path / "text"), "--pipeline",
+                 "text-embedding", "--file", str(tokenizer)]) == 0
+    for folder, extra in (("digits", set()), ("text", {"tokenizers"})):
+        loaded, library, binding, numpy = probe(tmp_path / folder)
+        assert "handler" in loaded and library
+        assert loaded.isdisjoint(set(FORBIDDEN) - extra), sorted(loaded & set(FORBIDDEN))
+        assert not binding and not numpy, folder
