@@ -97,16 +97,16 @@ def metadata(model: Model) -> dict[str, Any]:
             "inputs": describe(model.inputs), "outputs": describe(model.outputs)}
 
 
-def _split(request: Request) -> tuple[Any, bytes]:
+def _split(request: Request) -> tuple[Any, bytes | memoryview]:
     length = request.headers.get(HEADER_LENGTH)
     if length is None:
         return parse_json(request), b""
     if not length.isdigit() or int(length) > len(request.body):
         raise BadRequestError(f"Inference-Header-Content-Length {length!r} does not fit a "
                               f"{len(request.body)}-byte body")
-    cut = int(length)
+    cut = int(length)  # the tensors stay views of the body: no copy on the way to ORT
     try:
-        return json.loads(request.body[:cut]), request.body[cut:]
+        return json.loads(request.body[:cut]), memoryview(request.body)[cut:]
     except (ValueError, RecursionError) as exc:
         raise BadRequestError(f"malformed JSON inference header: {exc}") from None
 
@@ -148,7 +148,7 @@ def _input(item: Any, binary: bytes, offset: int,
     return name, flat._replace(shape=tuple(shape)), 0
 
 
-def _from_bytes(chunk: bytes, datatype: str, count: int, name: str,
+def _from_bytes(chunk: bytes | memoryview, datatype: str, count: int, name: str,
                 shape: list[int]) -> Tensor:
     if datatype == "BYTES":
         values, pos = [], 0
@@ -159,7 +159,7 @@ def _from_bytes(chunk: bytes, datatype: str, count: int, name: str,
             pos += 4
             if pos + length > len(chunk):
                 raise InvalidInputError(f"input {name!r}: truncated BYTES element")
-            values.append(chunk[pos:pos + length].decode("utf-8", "replace"))
+            values.append(bytes(chunk[pos:pos + length]).decode("utf-8", "replace"))
             pos += length
         if len(values) != count:
             raise InvalidInputError(f"input {name!r}: shape {shape} needs {count} values, "
