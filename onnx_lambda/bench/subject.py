@@ -93,14 +93,12 @@ def prepare(model: Path, name: str | None = None) -> Subject:
 
 def _as_tensor_artifact(folder: Path, inputs: dict[str, object], dest: Path) -> Path:
     """``folder``'s artifact with a tensor pipeline and ``inputs`` as its example."""
-    from dataclasses import replace
-
     from handler.manifest import Manifest
 
     manifest = Manifest.load(folder)
     dest.mkdir(parents=True)
     for name in manifest.files:
         (dest / name).symlink_to((folder / name).resolve())
-    replace(manifest, pipeline="tensor", pipeline_options={}, labels=None,
-            example=inputs).dump(dest)
+    manifest._replace(pipeline="tensor", pipeline_options={}, labels=None,
+                      example=inputs).dump(dest)
     return dest

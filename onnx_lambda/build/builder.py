@@ -183,7 +183,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         metadata["build"] = {"accuracy": accuracy.to_dict(),
                              "before": dataclasses.asdict(before),
                              "after": dataclasses.asdict(after)}
-        manifest = dataclasses.replace(manifest, metadata=metadata)
+        manifest = manifest._replace(metadata=metadata)
         manifest.dump(staging)
     return BuildReport(target, manifest, before, after, accuracy, steps.timings)
 
