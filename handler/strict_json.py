@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 # One encoder for every response (json.dumps(..., separators=...) would build one per call).
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-# Overflow needs exponent + integer digits > 308: an exponent >= 100, or (exponent <= 99)
-# more than 209 digits before it. A pre-filter only: a match means "check every float".
-_MAYBE_HUGE = re.compile(r"[eE]\+?0*[1-9][0-9]{2}|[0-9]{200}")
+# Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
+# more than 209 digits before it. Folding every digit to 0 (and dropping "+") turns both into
+# plain substrings, found at memchr speed (a regular expression cost as much as the parse).
+_FOLD = bytes.maketrans(b"123456789E", b"000000000e")
+_HUGE_EXPONENT, _LONG_DIGITS = b"e000", b"0" * 200
 
 
 def _refuse(literal: str) -> Any:
@@ -33,14 +34,27 @@ def _finite(text: str) -> float:
     return value
 
 
+# Built once: json.loads(..., parse_constant=...) would build a decoder per call (~10 µs).
+_DECODER = json.JSONDecoder(parse_constant=_refuse)
+_CHECKED_DECODER = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite)
+
+
 def loads(data: bytes) -> Any:
     """A request body → Python values; ValueError (or RecursionError) when it is not strict
     JSON. UTF-8, -16 and -32 are detected as ``json.loads`` does."""
-    text = data.decode(json.detect_encoding(data), "surrogatepass")
-    value = json.loads(text, parse_constant=_refuse)
-    if _MAYBE_HUGE.search(text):  # rare: parse again with every float checked
-        json.loads(text, parse_float=_finite)
+    encoding = json.detect_encoding(data)
+    text = data.decode(encoding, "surrogatepass")
+    value = _DECODER.decode(text)
+    if _may_overflow(data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")):
+        _CHECKED_DECODER.decode(text)  # rare: parse again with every float checked
     return value
+
+
+def _may_overflow(data: bytes) -> bool:
+    """False when no number in ``data`` can be big enough to overflow (a pre-filter: true
+    also for 3-digit exponents like 1e100, or text that looks like one)."""
+    folded = data.translate(_FOLD, b"+")
+    return _HUGE_EXPONENT in folded or _LONG_DIGITS in folded
 
 
 def check_parsed(value: Any) -> None:
