@@ -86,6 +86,12 @@ def test_odd_rest_api_timestamp_is_ignored(linear_service: Any) -> None:
     assert status == 200
 
 
+@pytest.mark.parametrize("hold", [10**400, float("nan"), float("inf"), "x", [1], -5])
+def test_odd_ping_hold_is_no_hold(linear_service: Any, hold: Any) -> None:
+    answer_ = linear_service({"warmer": True, "holdMs": hold}, Context())
+    assert answer_["warm"] is True and answer_["heldMs"] == 0
+
+
 def _set(event: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     *parents, last = dotted.split(".")
     target = event
@@ -216,6 +222,13 @@ def test_v2_mistyped_field_is_400(linear_service: Any, field: str, value: Any) -
     status, body = answer(linear_service, http_event(path=V2_PATH, body=json.dumps(request)))
     assert 400 <= status < 500, body
     assert message(body)
+
+
+def test_error_messages_quoting_the_request_stay_short(linear_service: Any) -> None:
+    request = {"inputs": [v2_item(name="n" * 1_000_000, datatype="FP99")]}
+    result = linear_service(http_event(path=V2_PATH, body=json.dumps(request)), Context())
+    assert result["statusCode"] == 400 and len(result["body"]) < 3000
+    assert message(strict_json(result["body"])).endswith(" characters)")
 
 
 def test_v2_mistyped_field_message_names_it(linear_service: Any) -> None:
