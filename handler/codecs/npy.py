@@ -16,6 +16,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from handler import tensors
+from handler.codecs.shapes import is_shape
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import NPY, Request, Response
 from handler.model import Model
@@ -49,7 +50,7 @@ def _array(body: bytes) -> np.ndarray:
     if dtype.hasobject:
         raise BadRequestError(".npy object arrays are refused: a body is data, never code")
     data = memoryview(body)[stream.tell():]
-    if not all(d >= 0 for d in shape) or math.prod(shape) * dtype.itemsize != len(data):
+    if not is_shape(shape) or math.prod(shape) * dtype.itemsize != len(data):
         raise BadRequestError(f".npy header declares shape {list(shape)} of {dtype} but "
                               f"{len(data)} bytes of data follow")
     try:

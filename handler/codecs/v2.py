@@ -12,13 +12,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from handler import strict_json, tensors
+from handler.codecs.shapes import MAX_DIM, MAX_RANK, is_shape
 from handler.codecs.simple import loads, parse_json
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import JSON, OCTET, Request, Response
 from handler.model import DATATYPES, Model
 
 HEADER_LENGTH = "inference-header-content-length"
-MAX_RANK = 64  # numpy's; also bounds math.prod over a hostile shape
 
 
 class Decoded(NamedTuple):
@@ -123,10 +123,9 @@ def _input(item: Any, binary: bytes, offset: int) -> tuple[str, np.ndarray, int]
     if not isinstance(datatype, str) or datatype not in DATATYPES:
         raise InvalidInputError(f"input {name!r}: unknown datatype {datatype!r}; one of "
                                 f"{', '.join(DATATYPES)}")
-    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+    if not is_shape(shape):
         raise InvalidInputError(f"input {name!r}: shape must be a list of at most {MAX_RANK} "
-                                "non-negative integers")
+                                f"integers in 0..{MAX_DIM}")
     count = math.prod(shape)
     size = _object(item.get("parameters"), "parameters").get("binary_data_size")
     if size is not None:

@@ -158,8 +158,9 @@ def test_alb_multi_value_fields_of_the_wrong_type_are_4xx(linear_service: Any) -
     ("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1," * 70 + "), }", b"\0" * 4),
     ("{'descr': '<f4', 'fortran_order': False, 'shape': " + "(1," * 70 + ")", b"\0" * 4),
     ("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), 'x': 1}", b"\0" * 16),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (0, " + "9" * 4000 + ", 2), }", b""),
 ], ids=["huge", "short", "trailing", "negative", "beyond-numpy", "rank-70", "unclosed",
-        "extra-key"])
+        "extra-key", "4000-digit-dims"])
 def test_npy_header_must_account_for_every_byte(linear_service: Any, header: str,
                                                 data: bytes) -> None:
     status, body = answer(linear_service, http_event(body=npy_bytes(header, data),
@@ -189,8 +190,10 @@ def test_npy_fortran_order_and_big_endian_still_decode(linear_service: Any) -> N
     (v2_item(shape=[0, 2**70], parameters={"binary_data_size": 0}), b""),
     (v2_item(shape=[0, 2**70], datatype="BYTES", parameters={"binary_data_size": 0}), b""),
     (v2_item(shape=[10**11, 4], parameters={"binary_data_size": 16}), b"\0" * 16),
+    (v2_item(shape=[10**3999] * 64, parameters={"binary_data_size": 0}), b""),
+    (v2_item(shape=[10**3999] * 64, data=[1.0]), None),
 ], ids=["json-beyond-numpy", "json-rank-70", "binary-beyond-numpy", "bytes-beyond-numpy",
-        "binary-huge"])
+        "binary-huge", "binary-4000-digit-dims", "json-4000-digit-dims"])
 def test_v2_shape_beyond_the_data_is_4xx(linear_service: Any, item: dict[str, Any],
                                          data: bytes | None) -> None:
     if data is None:
