@@ -44,7 +44,7 @@ def decode(request: Request, model: Model) -> Decoded:
         raise BadRequestError(f"binary section has {len(binary) - offset} unclaimed bytes")
     wanted: dict[str, bool] = {}
     known = {spec.name for spec in model.outputs}
-    for item in _typed(header.get("outputs"), list, '"outputs"') or ():
+    for item in _typed(header.get("outputs"), list, "outputs") or ():
         out = _object(item, "outputs[]")
         name = _typed(out.get("name"), str, "outputs[].name")
         if name not in known:
@@ -53,7 +53,7 @@ def decode(request: Request, model: Model) -> Decoded:
         wanted[name] = bool(_typed(binary, bool, "parameters.binary_data"))
     return Decoded(
         feeds=tensors.check(arrays, model.inputs),
-        id=_typed(header.get("id"), str, '"id"'),
+        id=_typed(header.get("id"), str, "id"),
         outputs=wanted,
         binary_default=bool(_typed(parameters.get("binary_data_output"), bool,
                                    "parameters.binary_data_output")),
@@ -129,8 +129,7 @@ def _input(item: Any, binary: bytes, offset: int) -> tuple[str, np.ndarray, int]
     count = math.prod(shape)
     size = _object(item.get("parameters"), "parameters").get("binary_data_size")
     if size is not None:
-        if (not isinstance(size, int) or isinstance(size, bool) or size < 0
-                or offset + size > len(binary)):
+        if type(size) is not int or size < 0 or offset + size > len(binary):
             raise BadRequestError(f"input {name!r}: binary_data_size {size!r} overruns the body")
         return name, _from_bytes(binary[offset:offset + size], datatype, count, name,
                                  shape), size
@@ -207,7 +206,7 @@ def _typed(value: Any, kind: type, what: str) -> Any:
     """``value`` when it is absent or of ``kind``, else a 400 that says what was expected."""
     if value is None or isinstance(value, kind):
         return value
-    raise BadRequestError(f"{what} must be {_KINDS[kind]}, got {type(value).__name__} "
+    raise BadRequestError(f'"{what}" must be {_KINDS[kind]}, got {type(value).__name__} '
                           f"{str(value)[:40]!r}")
 
 
