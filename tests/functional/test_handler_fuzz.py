@@ -25,7 +25,7 @@ from tests.functional.test_handler_hostile import strict_json
 
 ROOT_EVENTS = Path(__file__).resolve().parents[2] / "events"
 FIXTURES = sorted([*EVENTS.glob("*.json"), *ROOT_EVENTS.glob("*.json")])
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 SERVER_ERRORS = {"InternalError", "InferenceFailed", "ResponseTooLarge"}
 
