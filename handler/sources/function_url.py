@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.sources.base import context_of
 from handler.sources.http_api import HttpApiSource
 
 
@@ -13,7 +12,7 @@ class FunctionUrlSource(HttpApiSource):
 
     def matches(self, event: Any) -> bool:
         return (super().matches(event)
-                and ".lambda-url." in str(context_of(event).get("domainName", "")))
+                and ".lambda-url." in str(event["requestContext"].get("domainName", "")))
 
 
 FUNCTION_URL = FunctionUrlSource()

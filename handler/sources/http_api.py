@@ -23,7 +23,8 @@ class HttpApiSource:
 
     def matches(self, event: Any) -> bool:
         return (isinstance(event, dict) and event.get("version") == "2.0"
-                and "http" in context_of(event))
+                and isinstance(context := event.get("requestContext"), dict)
+                and "http" in context)
 
     def to_request(self, event: dict[str, Any]) -> Request:
         context = context_of(event)
