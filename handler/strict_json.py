@@ -17,9 +17,10 @@ from typing import Any
 # One encoder for every response (json.dumps(..., separators=...) would build one per call).
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 # Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
-# more than 209 digits before it. Folding every digit to 0 (and dropping "+") turns both into
-# plain substrings, found at memchr speed (a regular expression cost as much as the parse).
-_FOLD = bytes.maketrans(b"123456789E", b"000000000e")
+# more than 209 digits before it. Folding every digit to 0 and "E"/"+" to "e" ("1E+400" →
+# "0ee000") turns both into plain substrings, found at memchr speed (a regular expression
+# cost as much as the parse itself; ``needle in bytes`` raises and clears a TypeError inside).
+_FOLD = bytes.maketrans(b"123456789E+", b"000000000ee")
 _HUGE_EXPONENT, _LONG_DIGITS = b"e000", b"0" * 200
 
 
@@ -45,16 +46,11 @@ def loads(data: bytes) -> Any:
     encoding = json.detect_encoding(data)
     text = data.decode(encoding, "surrogatepass")
     value = _DECODER.decode(text)
-    if _may_overflow(data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")):
-        _CHECKED_DECODER.decode(text)  # rare: parse again with every float checked
+    folded = (data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")
+              ).translate(_FOLD)
+    if folded.find(_HUGE_EXPONENT) >= 0 or folded.find(_LONG_DIGITS) >= 0:
+        _CHECKED_DECODER.decode(text)  # a number may overflow (rare): check every float
     return value
-
-
-def _may_overflow(data: bytes) -> bool:
-    """False when no number in ``data`` can be big enough to overflow (a pre-filter: true
-    also for 3-digit exponents like 1e100, or text that looks like one)."""
-    folded = data.translate(_FOLD, b"+")
-    return _HUGE_EXPONENT in folded or _LONG_DIGITS in folded
 
 
 def check_parsed(value: Any) -> None:

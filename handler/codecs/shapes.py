@@ -12,5 +12,5 @@ MAX_DIM = 2**63 - 1  # numpy's intp: a bigger dim cannot exist, and 64 of them m
 
 def is_shape(shape: Any) -> bool:
     """A list or tuple of at most MAX_RANK integers (not booleans) in 0..MAX_DIM."""
-    return (isinstance(shape, list | tuple) and len(shape) <= MAX_RANK
+    return (isinstance(shape, (list, tuple)) and len(shape) <= MAX_RANK
             and all(type(d) is int and 0 <= d <= MAX_DIM for d in shape))
