@@ -63,6 +63,12 @@ class Response:
             self.headers.setdefault("content-type", JSON)
         return self.body
 
+    def copy(self) -> Response:
+        """An encoded response with its own headers (a cached answer served again)."""
+        twin = Response(self.status, body=self.body, headers=dict(self.headers))
+        twin.non_finite = self.non_finite
+        return twin
+
     @property
     def is_binary(self) -> bool:
         kind = self.headers.get("content-type", JSON)

@@ -132,7 +132,7 @@ class Service:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 timer.mark("cache")
-                return Response(cached.status, body=cached.body, headers=dict(cached.headers))
+                return cached.copy()
             if operation == "predict":
                 response = self._predict(request, timer)
             else:
@@ -140,8 +140,7 @@ class Service:
                 response = self._v2_infer(request, timer)
             if key is not None:
                 response.body_bytes()
-                self._cache[key] = Response(response.status, body=response.body,
-                                            headers=dict(response.headers))
+                self._cache[key] = response.copy()
                 if len(self._cache) > self.settings.cache_size:
                     self._cache.popitem(last=False)
             return response

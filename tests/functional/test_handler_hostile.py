@@ -320,6 +320,14 @@ def test_fp32_overflow_in_simple_json_is_null(linear_service: Any) -> None:
     assert _request_line(linear_service)["nonFinite"] == 0
 
 
+def test_cached_answer_keeps_its_count(make_service: Any, model_dir: Path) -> None:
+    service = make_service(model_dir / "linear.onnx", cache_size="4")
+    event = http_event(body=json.dumps({"inputs": [[3e38] * 4]}))
+    for _ in range(2):
+        assert answer(service, event) == (200, {"outputs": {"y": [[None, None]]}})
+        assert _request_line(service)["nonFinite"] == 2
+
+
 def test_v2_json_outputs_are_strict_json(linear_service: Any) -> None:
     header = {"inputs": [{"name": "x", "shape": [3, 4], "datatype": "FP32",
                           "parameters": {"binary_data_size": NON_FINITE_ROWS.nbytes}}]}
