@@ -7,6 +7,8 @@ traces go to the log only.
 
 from __future__ import annotations
 
+MAX_MESSAGE = 2000
+
 
 class OnnxLambdaError(Exception):
     """Base class. ``status`` is the HTTP status, ``type`` the stable machine-readable name."""
@@ -16,7 +18,10 @@ class OnnxLambdaError(Exception):
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.message = message
+        # Messages quote the request (names, values): a 6 MB input name must not make a 6 MB
+        # error body, over Lambda's response limit.
+        self.message = (message if len(message) <= MAX_MESSAGE
+                        else f"{message[:MAX_MESSAGE]}… ({len(message)} characters)")
         self.headers = headers or {}
 
 

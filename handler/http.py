@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from handler import strict_json
 
 JSON = "application/json"
 NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
 _NO_BODY = object()
-# One encoder for every response: json.dumps(..., separators=...) would build one per call.
-ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 class Request:
@@ -47,7 +46,7 @@ class Request:
 
 
 class Response:
-    __slots__ = ("body", "headers", "payload", "status")
+    __slots__ = ("body", "headers", "non_finite", "payload", "status")
 
     def __init__(self, status: int, payload: Any = None, body: bytes | None = None,
                  headers: dict[str, str] | None = None) -> None:
@@ -55,12 +54,20 @@ class Response:
         self.payload = payload  # JSON-ready object (encoded by ``body_bytes`` unless returned raw)
         self.body = body  # already-encoded body (binary codecs)
         self.headers = {} if headers is None else headers
+        self.non_finite = 0  # NaN / ±Infinity written as null (RFC 8259 has neither)
 
     def body_bytes(self) -> bytes:
         if self.body is None:
-            self.body = ENCODER.encode(self.payload).encode()
+            text, self.payload, self.non_finite = strict_json.dumps(self.payload)
+            self.body = text.encode()
             self.headers.setdefault("content-type", JSON)
         return self.body
+
+    def copy(self) -> Response:
+        """An encoded response with its own headers (a cached answer served again)."""
+        twin = Response(self.status, body=self.body, headers=dict(self.headers))
+        twin.non_finite = self.non_finite
+        return twin
 
     @property
     def is_binary(self) -> bool:

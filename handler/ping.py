@@ -3,6 +3,7 @@ as business traffic."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any
@@ -20,9 +21,10 @@ def is_ping(event: Any) -> bool:
 
 def hold_ms(event: dict[str, Any]) -> float:
     try:
-        return min(max(float(event.get("holdMs", 0)), 0.0), MAX_HOLD_MS)
-    except (TypeError, ValueError):
+        held = float(event.get("holdMs", 0))
+    except (TypeError, ValueError, OverflowError):
         return 0.0
+    return min(max(held, 0.0), MAX_HOLD_MS) if math.isfinite(held) else 0.0
 
 
 class EnvironmentState:

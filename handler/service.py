@@ -49,18 +49,27 @@ class Service:
     # -- entry ---------------------------------------------------------------------------
 
     def __call__(self, event: Any, context: Any) -> Any:
+        request_id = str(getattr(context, "aws_request_id", None) or os.urandom(16).hex())
+        try:
+            return self._handle(event, context, request_id)
+        except Exception as exc:  # outside the request's guard (telemetry, a custom source)
+            return self._last_resort(event, request_id, exc)
+
+    def _handle(self, event: Any, context: Any, request_id: str) -> Any:
         if ping.is_ping(event):
             return self._ping(event)
         timer = StageTimer()
-        request_id = getattr(context, "aws_request_id", None) or os.urandom(16).hex()
         cold = self.state.first_invocation()
         self.state.requests_served += 1
-        source = sources.detect(event)
+        source: sources.EventSource = sources.DIRECT
         request: Request | None = None
         error_type: str | None = None
         try:
+            source = sources.detect(event)
             request = source.to_request(event)
-            response = self._dispatch(request, context, timer)
+            if request.received_epoch_ms is not None:
+                self._queue_time(request.received_epoch_ms, timer)
+            response = self._fit(self._dispatch(request, context, timer), request_id, request)
         except OnnxLambdaError as exc:
             response = self._error(exc, request_id, request)
             error_type = exc.type
@@ -75,14 +84,6 @@ class Service:
         method = path = None
         if request is not None:
             method, path = request.method, request.path
-            if request.received_epoch_ms:
-                queue = time.time() * 1000.0 - float(request.received_epoch_ms) - timer.total_ms()
-                # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or
-                # sample event's, not this request's: no queue figure rather than an absurd one.
-                if queue <= MAX_QUEUE_MS:
-                    timer.durations["queue"] = max(queue, 0.0)  # clock skew can read negative
-        if not (request and request.raw_response):
-            response = self._fit(response, request_id, request)
         timer.mark("encode")
         durations = timer.durations  # this request's own timer: no copy needed
         durations["total"] = timer.total_ms()
@@ -92,8 +93,33 @@ class Service:
         response.headers["x-request-id"] = request_id
         self.telemetry.request(durations, request_id=request_id, cold=cold, source=source.name,
                                method=method, path=path, status=response.status,
-                               error_type=error_type)
+                               error_type=error_type, non_finite=response.non_finite)
         return source.to_response(response, event)
+
+    def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:
+        """A 500 in the event's own shape when even the error path failed: never a raised
+        exception, whose ``stackTrace`` (file paths) Lambda would hand to the caller."""
+        import contextlib  # rare path (both): keep their imports off the cold start
+        import traceback
+
+        response = Response(500, headers={"x-request-id": request_id}, payload={
+            "error": {"type": "InternalError", "message": "internal error; see the function's "
+                      "logs"}, "requestId": request_id})
+        with contextlib.suppress(Exception):  # a broken log stream must not cost the answer
+            self.telemetry.log("error", "unhandled error", requestId=request_id,
+                               error=repr(exc), traceback=traceback.format_exc())
+        try:
+            return sources.detect(event).to_response(response, event)
+        except Exception:  # a custom source failed too: the direct shape cannot
+            return response.payload
+
+    @staticmethod
+    def _queue_time(received_epoch_ms: float, timer: StageTimer) -> None:
+        queue = time.time() * 1000.0 - received_epoch_ms - timer.total_ms()
+        # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or sample
+        # event's, not this request's: no queue figure rather than an absurd one.
+        if queue <= MAX_QUEUE_MS:
+            timer.durations["queue"] = max(queue, 0.0)  # clock skew can read negative
 
     # -- routing -------------------------------------------------------------------------
 
@@ -106,7 +132,7 @@ class Service:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 timer.mark("cache")
-                return Response(cached.status, body=cached.body, headers=dict(cached.headers))
+                return cached.copy()
             if operation == "predict":
                 response = self._predict(request, timer)
             else:
@@ -114,8 +140,7 @@ class Service:
                 response = self._v2_infer(request, timer)
             if key is not None:
                 response.body_bytes()
-                self._cache[key] = Response(response.status, body=response.body,
-                                            headers=dict(response.headers))
+                self._cache[key] = response.copy()
                 if len(self._cache) > self.settings.cache_size:
                     self._cache.popitem(last=False)
             return response

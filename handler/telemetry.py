@@ -88,7 +88,7 @@ class _Layout:
         values = "".join(f',"{name}":%.4f' for name in metrics)
         self.template = (f'{head},"coldStart":{"true" if cold else "false"},'
                          f'"requestId":%s{values},"source":%s,"method":%s,"path":%s,'
-                         f'"status":%d,"errorType":%s}}\n')
+                         f'"status":%d,"errorType":%s,"nonFinite":%d}}\n')
 
 
 def _string(value: str | None) -> str:
@@ -112,8 +112,9 @@ class Telemetry:
 
     def request(self, durations: Mapping[str, float], *, request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
-                error_type: str | None = None) -> None:
-        """One line per business request: log record + EMF metrics."""
+                error_type: str | None = None, non_finite: int = 0) -> None:
+        """One line per business request: log record + EMF metrics. ``non_finite`` counts the
+        NaN / ±Infinity values the response carries as ``null``."""
         if self.level > LEVELS["info"] and not self.metrics:
             return
         key = (cold, *durations)
@@ -123,7 +124,7 @@ class Telemetry:
         self.stream.write(layout.template % (
             int(time.time() * 1000), _escape(request_id),
             *map(durations.__getitem__, layout.stages), _escape(source), _string(method),
-            _string(path), status, _string(error_type)))
+            _string(path), status, _string(error_type), non_finite))
         self.stream.flush()
 
     def log(self, level: str, message: str, **fields: Any) -> None:

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from handler import tensors
+from handler.codecs.shapes import is_shape
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import NPY, Request, Response
 from handler.model import Model
 from handler.ort.tensor import DTYPES, Tensor
 
 MAGIC = b"\x93NUMPY"
-MAX_RANK = 64  # numpy's
-MAX_DIM = 2**63 - 1  # numpy's intp
 # descr kind + size → element type name
 _DESCRS = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16",
            "i4": "int32", "i8": "int64", "u1": "uint8", "u2": "uint16", "u4": "uint32",
@@ -62,7 +61,7 @@ def parse(body: bytes) -> Tensor:
     descr, fortran, shape = _header(body[start:start + length].decode("latin1"))
     dtype, itemsize = _dtype(descr)
     data = memoryview(body)[start + length:]
-    if not _is_shape(shape) or math.prod(shape) * itemsize != len(data):
+    if not is_shape(shape) or math.prod(shape) * itemsize != len(data):
         raise BadRequestError(f".npy header declares shape {list(shape)} of {descr} but "
                               f"{len(data)} bytes of data follow")
     if dtype == "string":  # fixed-width text (U: UTF-32, S: bytes), NUL-padded
@@ -132,10 +131,6 @@ def load_npz(path: Path) -> dict[str, Tensor]:
     with zipfile.ZipFile(path) as archive:
         return {name.removesuffix(".npy"): parse(archive.read(name))
                 for name in archive.namelist()}
-
-
-def _is_shape(shape: tuple[int, ...]) -> bool:
-    return len(shape) <= MAX_RANK and all(0 <= d <= MAX_DIM for d in shape)
 
 
 def _c_order(items: memoryview, shape: tuple[int, ...]) -> list[bytes]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from handler import strict_json
 from handler.errors import BadRequestError
 from handler.http import Request
 
@@ -13,13 +13,22 @@ from handler.http import Request
 def parse_json(request: Request) -> Any:
     """The request body as JSON (or the already-parsed body of a direct invocation)."""
     if request.has_parsed():
+        try:
+            strict_json.check_parsed(request.parsed)
+        except ValueError as exc:
+            raise BadRequestError(str(exc)) from None
         return request.parsed
     if not request.body:
         raise BadRequestError("empty request body: send JSON")
+    return loads(request.body)
+
+
+def loads(data: bytes, what: str = "JSON") -> Any:
+    """Strict JSON (no NaN, no Infinity, no overflow to infinity) or a 400."""
     try:
-        return json.loads(request.body)
+        return strict_json.loads(data)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise BadRequestError(f"malformed JSON: {exc}") from None
+        raise BadRequestError(f"malformed {what}: {exc}") from None
 
 
 def decode(request: Request) -> tuple[Any, Mapping[str, Any]]:

@@ -4,14 +4,14 @@ bytes in input order; BYTES elements as 4-byte little-endian length + bytes)."""
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from handler import tensors
-from handler.codecs.simple import parse_json
+from handler import strict_json, tensors
+from handler.codecs.shapes import MAX_DIM, MAX_RANK, is_shape
+from handler.codecs.simple import loads, parse_json
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import JSON, OCTET, Request, Response
 from handler.model import DATATYPES, Model
@@ -43,18 +43,19 @@ def decode(request: Request, model: Model) -> Decoded:
         raise BadRequestError(f"binary section has {len(binary) - offset} unclaimed bytes")
     wanted: dict[str, bool] = {}
     known = {spec.name for spec in model.outputs}
-    for item in header.get("outputs") or ():
+    for item in _typed(header.get("outputs"), list, "outputs") or ():
         out = _object(item, "outputs[]")
-        name = out.get("name")
+        name = _typed(out.get("name"), str, "outputs[].name")
         if name not in known:
             raise InvalidInputError(f"unknown output {name!r}; the model has {sorted(known)}")
-        wanted[name] = bool(_object(out.get("parameters"), "parameters").get("binary_data"))
-    request_id = header.get("id")
+        binary = _object(out.get("parameters"), "parameters").get("binary_data")
+        wanted[name] = bool(_typed(binary, bool, "parameters.binary_data"))
     return Decoded(
         feeds=tensors.check(arrays, model.inputs),
-        id=str(request_id) if request_id is not None else None,
+        id=_typed(header.get("id"), str, "id"),
         outputs=wanted,
-        binary_default=bool(parameters.get("binary_data_output")),
+        binary_default=bool(_typed(parameters.get("binary_data_output"), bool,
+                                   "parameters.binary_data_output")),
     )
 
 
@@ -82,9 +83,12 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
         body["id"] = decoded.id
     if not chunks:
         return Response(200, payload=body)
-    header = json.dumps(body, separators=(",", ":")).encode()
-    return Response(200, body=b"".join([header, *chunks]),
-                    headers={"content-type": OCTET, HEADER_LENGTH: str(len(header))})
+    text, _, non_finite = strict_json.dumps(body)  # JSON outputs beside binary ones
+    header = text.encode()
+    response = Response(200, body=b"".join([header, *chunks]),
+                        headers={"content-type": OCTET, HEADER_LENGTH: str(len(header))})
+    response.non_finite = non_finite
+    return response
 
 
 def metadata(model: Model) -> dict[str, Any]:
@@ -101,14 +105,13 @@ def _split(request: Request) -> tuple[Any, bytes | memoryview]:
     length = request.headers.get(HEADER_LENGTH)
     if length is None:
         return parse_json(request), b""
-    if not length.isdigit() or int(length) > len(request.body):
-        raise BadRequestError(f"Inference-Header-Content-Length {length!r} does not fit a "
-                              f"{len(request.body)}-byte body")
+    # ASCII digits only: str.isdigit() accepts "²", which int() refuses; 20 digits bound int()
+    if not (length.isascii() and length.isdigit() and len(length) <= 20
+            and int(length) <= len(request.body)):
+        raise BadRequestError(f"Inference-Header-Content-Length {length[:40]!r} does not fit "
+                              f"a {len(request.body)}-byte body")
     cut = int(length)  # the tensors stay views of the body: no copy on the way to ORT
-    try:
-        return json.loads(request.body[:cut]), memoryview(request.body)[cut:]
-    except (ValueError, RecursionError) as exc:
-        raise BadRequestError(f"malformed JSON inference header: {exc}") from None
+    return loads(request.body[:cut], "JSON inference header"), memoryview(request.body)[cut:]
 
 
 def _input(item: Any, binary: bytes, offset: int,
@@ -121,19 +124,19 @@ def _input(item: Any, binary: bytes, offset: int,
     if spec is None:
         raise InvalidInputError(f"unknown input {name!r}; the model takes "
                                 f"{', '.join(s.describe() for s in model.inputs)}")
-    if datatype not in DATATYPES:
+    if not isinstance(datatype, str) or datatype not in DATATYPES:
         raise InvalidInputError(f"input {name!r}: unknown datatype {datatype!r}; one of "
                                 f"{', '.join(DATATYPES)}")
     if spec.datatype and datatype != spec.datatype:  # Triton refuses it too: no silent cast
         raise InvalidInputError(f"input {name!r}: expected datatype {spec.datatype}, got "
                                 f"{datatype} ({spec.describe()})")
-    if not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise InvalidInputError(f"input {name!r}: shape must be a list of non-negative integers")
+    if not is_shape(shape):
+        raise InvalidInputError(f"input {name!r}: shape must be a list of at most {MAX_RANK} "
+                                f"integers in 0..{MAX_DIM}")
     count = math.prod(shape)
     size = _object(item.get("parameters"), "parameters").get("binary_data_size")
     if size is not None:
-        if not isinstance(size, int) or size < 0 or offset + size > len(binary):
+        if type(size) is not int or size < 0 or offset + size > len(binary):
             raise BadRequestError(f"input {name!r}: binary_data_size {size!r} overruns the body")
         return name, _from_bytes(binary[offset:offset + size], datatype, count, name,
                                  shape), size
@@ -192,6 +195,17 @@ def _object(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise BadRequestError(f'"{what}" must be an object')
     return value
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    """``value`` when it is absent or of ``kind``, else a 400 that says what was expected."""
+    if value is None or isinstance(value, kind):
+        return value
+    raise BadRequestError(f'"{what}" must be {_KINDS[kind]}, got {type(value).__name__} '
+                          f"{str(value)[:40]!r}")
+
+
+_KINDS = {list: "a list", str: "a string", bool: "true or false"}
 
 
 __all__ = ["HEADER_LENGTH", "JSON", "Decoded", "decode", "encode", "metadata"]

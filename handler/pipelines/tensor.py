@@ -26,7 +26,8 @@ class TensorPipeline(Pipeline):
                     feeds: Mapping[str, Tensor]) -> Any:
         wanted = parameters.get("outputs")
         if wanted is not None:
-            if not isinstance(wanted, list) or any(name not in outputs for name in wanted):
+            if not isinstance(wanted, list) or any(
+                    not isinstance(name, str) or name not in outputs for name in wanted):
                 raise InvalidInputError(f"parameters.outputs must list some of {list(outputs)}")
             outputs = {name: outputs[name] for name in wanted}
         return tensors.outputs_to_json(outputs)

@@ -6,28 +6,36 @@ from __future__ import annotations
 from typing import Any
 
 from handler.http import Request, Response
-from handler.sources.base import body_of, encoded_body, lower_headers
+from handler.sources.base import (
+    body_of,
+    context_of,
+    encoded_body,
+    last_values,
+    lower_headers,
+    mapping,
+    path_of,
+)
 
 
 class AlbSource:
     name = "alb"
 
     def matches(self, event: Any) -> bool:
-        return isinstance(event, dict) and "elb" in (event.get("requestContext") or {})
+        return isinstance(event, dict) and "elb" in context_of(event)
 
     def to_request(self, event: dict[str, Any]) -> Request:
         # Imported here: only ALB targets need URL decoding, the other sources pay nothing.
         from urllib.parse import unquote_plus
 
         multi = event.get("multiValueHeaders")
-        headers = (lower_headers({k: v[-1] for k, v in multi.items() if v}) if multi
-                   else lower_headers(event.get("headers")))
+        headers = lower_headers(last_values(multi, "multiValueHeaders") if multi
+                                else event.get("headers"))
         multi_query = event.get("multiValueQueryStringParameters")
-        raw_query = ({k: v[-1] for k, v in multi_query.items() if v} if multi_query
-                     else event.get("queryStringParameters") or {})
+        raw_query = (last_values(multi_query, "multiValueQueryStringParameters") if multi_query
+                     else mapping(event.get("queryStringParameters"), "queryStringParameters"))
         return Request(
             method=str(event.get("httpMethod", "GET")).upper(),
-            path=event.get("path") or "/",
+            path=path_of(event.get("path")),
             headers=headers,
             query={unquote_plus(k): unquote_plus(str(v)) for k, v in raw_query.items()},
             body=body_of(event),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import math
 from typing import Any, Protocol
 
 from handler.errors import BadRequestError
@@ -20,20 +20,82 @@ class EventSource(Protocol):
     def to_response(self, response: Response, event: dict[str, Any]) -> Any: ...
 
 
-def lower_headers(headers: Mapping[str, Any] | None) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in (headers or {}).items() if v is not None}
+# Events are JSON from API Gateway, ALB or a caller: every field is checked for its type
+# before use, so a hand-made event with odd values is a 400, never a 500. (``dict`` checks,
+# not ``Mapping``: an ABC instance check runs Python-level code, per field, per request.)
 
 
-def body_of(event: Mapping[str, Any]) -> bytes:
-    body = event.get("body")
-    if body is None:
-        return b""
-    if event.get("isBase64Encoded"):
+def context_of(event: dict[str, Any]) -> dict[str, Any]:
+    """``requestContext`` when it is an object, else empty."""
+    context = event.get("requestContext")
+    return context if isinstance(context, dict) else {}
+
+
+def lower_headers(headers: Any) -> dict[str, str]:
+    if not isinstance(headers, dict):
+        headers = mapping(headers, "headers")
+    return {str(k).lower(): str(v) for k, v in headers.items() if v is not None}
+
+
+def query_of(query: Any) -> dict[str, str]:
+    if not query:
+        return {}
+    return {str(k): str(v) for k, v in mapping(query, "queryStringParameters").items()
+            if v is not None}
+
+
+def mapping(value: Any, what: str) -> dict[str, Any]:
+    """An object-valued field (absent, null or empty: {}), or a 400."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise BadRequestError(f"{what} must be an object, got {type(value).__name__}")
+    return value
+
+
+def last_values(multi: Any, what: str) -> dict[str, Any]:
+    """A multi-value object (``{"name": [values]}``) → the last value of each name."""
+    if not isinstance(multi, dict) or not all(isinstance(v, list) for v in multi.values()):
+        raise BadRequestError(f"{what} must be an object of lists")
+    return {k: v[-1] for k, v in multi.items() if v}
+
+
+def path_of(value: Any) -> str:
+    if not value:
+        return "/"
+    if not isinstance(value, str):
+        raise BadRequestError(f"the request path must be a string, got {type(value).__name__}")
+    return value
+
+
+def epoch_ms(value: Any) -> float | None:
+    """API Gateway's receive timestamp, when it is a finite number (telemetry only: any other
+    value means no queue figure, never a failed request)."""
+    if type(value) not in (int, float):  # a bool is no timestamp either
+        return None
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond a double
+        return None
+    return value if math.isfinite(value) else None
+
+
+def body_of(event: dict[str, Any]) -> bytes:
+    body, encoded = event.get("body"), event.get("isBase64Encoded")
+    if encoded is not None and encoded is not True and encoded is not False:
+        raise BadRequestError(f"isBase64Encoded must be true or false, got {encoded!r:.40}")
+    if isinstance(body, str):
+        if not encoded:
+            return body.encode("utf-8", "surrogatepass")
         try:
             return base64.b64decode(body, validate=True)
-        except (ValueError, TypeError):
+        except ValueError:
             raise BadRequestError("isBase64Encoded is set but the body is not base64") from None
-    return body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
+    if body is None:
+        return b""
+    if isinstance(body, (bytes, bytearray)):  # an in-process caller's raw body
+        return bytes(body)
+    raise BadRequestError(f"the event's body must be a string, got {type(body).__name__}")
 
 
 def encoded_body(response: Response) -> tuple[str, bool]:
@@ -46,6 +108,6 @@ def encoded_body(response: Response) -> tuple[str, bool]:
 
 def strip_stage(path: str, stage: str | None) -> str:
     """API Gateway puts a named stage in front of the route (``/prod/predict``)."""
-    if stage and stage != "$default" and path.startswith(f"/{stage}/"):
+    if isinstance(stage, str) and stage and stage != "$default" and path.startswith(f"/{stage}/"):
         return path[len(stage) + 1:]
     return path or "/"

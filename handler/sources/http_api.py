@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from handler.http import Request, Response
-from handler.sources.base import body_of, encoded_body, lower_headers, strip_stage
+from handler.sources.base import (
+    body_of,
+    context_of,
+    encoded_body,
+    epoch_ms,
+    lower_headers,
+    mapping,
+    path_of,
+    query_of,
+    strip_stage,
+)
 
 
 class HttpApiSource:
@@ -13,21 +23,24 @@ class HttpApiSource:
 
     def matches(self, event: Any) -> bool:
         return (isinstance(event, dict) and event.get("version") == "2.0"
-                and "http" in (event.get("requestContext") or {}))
+                and isinstance(context := event.get("requestContext"), dict)
+                and "http" in context)
 
     def to_request(self, event: dict[str, Any]) -> Request:
-        context = event["requestContext"]
-        http = context["http"]
+        context = context_of(event)
+        http = mapping(context["http"], "requestContext.http")
         headers = lower_headers(event.get("headers"))
-        if event.get("cookies") and "cookie" not in headers:
-            headers["cookie"] = "; ".join(event["cookies"])
+        cookies = event.get("cookies")
+        if cookies and isinstance(cookies, list) and "cookie" not in headers:
+            headers["cookie"] = "; ".join(map(str, cookies))
         return Request(
             method=str(http.get("method", "GET")).upper(),
-            path=strip_stage(event.get("rawPath") or http.get("path", "/"), context.get("stage")),
+            path=strip_stage(path_of(event.get("rawPath") or http.get("path")),
+                             context.get("stage")),
             headers=headers,
-            query=dict(event.get("queryStringParameters") or {}),
+            query=query_of(event.get("queryStringParameters")),
             body=body_of(event),
-            received_epoch_ms=context.get("timeEpoch"),
+            received_epoch_ms=epoch_ms(context.get("timeEpoch")),
         )
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:

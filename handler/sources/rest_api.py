@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from handler.http import Request, Response
-from handler.sources.base import body_of, encoded_body, lower_headers
+from handler.sources.base import (
+    body_of,
+    context_of,
+    encoded_body,
+    epoch_ms,
+    lower_headers,
+    path_of,
+    query_of,
+)
 
 
 class RestApiSource:
@@ -13,17 +21,16 @@ class RestApiSource:
 
     def matches(self, event: Any) -> bool:
         return (isinstance(event, dict) and "httpMethod" in event
-                and "elb" not in (event.get("requestContext") or {}))
+                and "elb" not in context_of(event))
 
     def to_request(self, event: dict[str, Any]) -> Request:
-        context = event.get("requestContext") or {}
         return Request(
             method=str(event["httpMethod"]).upper(),
-            path=event.get("path") or "/",  # the resource path, without the stage
+            path=path_of(event.get("path")),  # the resource path, without the stage
             headers=lower_headers(event.get("headers")),
-            query=dict(event.get("queryStringParameters") or {}),
+            query=query_of(event.get("queryStringParameters")),
             body=body_of(event),
-            received_epoch_ms=context.get("requestTimeEpoch"),
+            received_epoch_ms=epoch_ms(context_of(event).get("requestTimeEpoch")),
         )
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:

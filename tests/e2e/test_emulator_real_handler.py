@@ -88,3 +88,30 @@ def test_handled_error_through_boto3(served: Emulator) -> None:
     document = json.loads(response["Payload"].read())
     assert 400 <= document["statusCode"] < 500
     assert json.loads(document["body"])["error"]["type"]
+
+
+def test_hostile_event_is_answered_not_raised(served: Emulator) -> None:
+    """Through the real runtime client: an HTTP-API-shaped event with a non-numeric timestamp
+    and a header that is no object. A raised exception would come back as a FunctionError
+    whose stackTrace lists the handler's file paths."""
+    client: Any = lambda_client(served.url)
+    event = json.loads((ROOT / "tests" / "events" / "http-api-predict.json").read_text())
+    event["requestContext"]["timeEpoch"] = "not a number"
+    for headers in (event["headers"], ["content-type"]):
+        response = client.invoke(FunctionName="InferenceFunction", Qualifier="live",
+                                 Payload=json.dumps({**event, "headers": headers}))
+        raw = response["Payload"].read().decode()
+        assert "FunctionError" not in response and "stackTrace" not in raw, raw
+        assert json.loads(raw)["statusCode"] in (200, 400)
+
+
+def test_non_finite_output_is_strict_json_over_http(served: Emulator) -> None:
+    status, _, body = call(served.url + "/predict", "POST",
+                           json.dumps({"inputs": [[3e38, 3e38, 3e38, 3e38]]}).encode(),
+                           {"Content-Type": "application/json"})
+
+    def refuse(literal: str) -> Any:
+        raise AssertionError(f"{literal} in the response")
+
+    assert status == 200
+    assert json.loads(body, parse_constant=refuse)["outputs"]["y"] == [[None, None]]

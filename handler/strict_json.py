@@ -1,0 +1,88 @@
+"""RFC 8259 JSON at both edges of a request.
+
+In: ``NaN``, ``Infinity`` and ``-Infinity`` literals, and numbers that overflow a double to
+infinity (``1e400``), are refused: Python's ``json`` accepts all of them, strict clients and
+API Gateway's peers do not. Out: a non-finite float (a model's NaN, an FP32 overflow) is
+written as ``null`` and counted, so every response parses in JavaScript, Go or ``jq``.
+Both checks cost nothing for the common case: the C encoder refuses non-finite floats by
+itself, and a float literal can only overflow with a 3-digit exponent or 200+ digits in a row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+# One encoder for every response (json.dumps(..., separators=...) would build one per call).
+_STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
+# more than 209 digits before it. Folding every digit to 0 and "E"/"+" to "e" ("1E+400" →
+# "0ee000") turns both into plain substrings, found at memchr speed (a regular expression
+# cost as much as the parse itself; ``needle in bytes`` raises and clears a TypeError inside).
+_FOLD = bytes.maketrans(b"123456789E+", b"000000000ee")
+_HUGE_EXPONENT, _LONG_DIGITS = b"e000", b"0" * 200
+
+
+def _refuse(literal: str) -> Any:
+    raise ValueError(f"{literal} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:32]!r} overflows a double")
+    return value
+
+
+# Built once: json.loads(..., parse_constant=...) would build a decoder per call (~10 µs).
+_DECODER = json.JSONDecoder(parse_constant=_refuse)
+_CHECKED_DECODER = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite)
+
+
+def loads(data: bytes) -> Any:
+    """A request body → Python values; ValueError (or RecursionError) when it is not strict
+    JSON. UTF-8, -16 and -32 are detected as ``json.loads`` does."""
+    encoding = json.detect_encoding(data)
+    text = data.decode(encoding, "surrogatepass")
+    value = _DECODER.decode(text)
+    folded = (data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")
+              ).translate(_FOLD)
+    if folded.find(_HUGE_EXPONENT) >= 0 or folded.find(_LONG_DIGITS) >= 0:
+        _CHECKED_DECODER.decode(text)  # a number may overflow (rare): check every float
+    return value
+
+
+def check_parsed(value: Any) -> None:
+    """ValueError when an already-parsed event (a direct invocation) holds NaN or ±Infinity."""
+    try:
+        _STRICT.encode(value)
+    except ValueError:
+        raise ValueError("NaN and Infinity are not JSON (RFC 8259): send finite numbers") from None
+    except RecursionError:
+        raise ValueError("the event is nested too deeply") from None
+    except TypeError:  # not from JSON (an in-process caller's objects): the codecs judge them
+        pass
+
+
+def dumps(payload: Any) -> tuple[str, Any, int]:
+    """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
+    try:
+        return _STRICT.encode(payload), payload, 0
+    except ValueError:  # a NaN or ±Infinity somewhere: rebuild with nulls (rare path)
+        counter = [0]
+        clean = _nulled(payload, counter)
+        return _STRICT.encode(clean), clean, counter[0]
+
+
+def _nulled(value: Any, counter: list[int]) -> Any:
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        counter[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {k: _nulled(v, counter) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nulled(v, counter) for v in value]
+    return value
