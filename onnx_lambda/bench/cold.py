@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from onnx_lambda.bench import servers
-from onnx_lambda.bench.subject import FLOOR, LAMBDA_TARGETS, Subject
+from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
 _REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
@@ -45,8 +45,9 @@ def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
             "spawned_at": spawned}
 
 
-def floor(subject: Subject) -> dict[str, Any]:
-    result = _child([sys.executable, "-m", "onnx_lambda.bench.baselines.floor",
+def floor(subject: Subject, baseline: str = "floor") -> dict[str, Any]:
+    """``baselines.floor`` (numpy + the binding) or ``baselines.capi_floor`` (ctypes)."""
+    result = _child([sys.executable, "-m", f"onnx_lambda.bench.baselines.{baseline}",
                      str(subject.portable), str(subject.request_file)], {})
     spawned = result["spawned_at"]
     return {"wall": result["wall"], "rss_mb": result["rss_mb"], "breakdown": {
@@ -132,7 +133,9 @@ def scenarios(subject: Subject, memory_mb: int, *, emulator: bool,
               targets: dict[str, str] | None = None) -> dict[str, Callable[[], Any]]:
     """Named zero-argument runs for ``stats.interleave``: ``(target, view)`` keys joined
     by ``|``."""
-    runs: dict[str, Callable[[], Any]] = {f"{FLOOR}|probe": lambda: floor(subject)}
+    runs: dict[str, Callable[[], Any]] = {
+        f"{FLOOR}|probe": lambda: floor(subject),
+        f"{CAPI_FLOOR}|probe": lambda: floor(subject, "capi_floor")}
     for name, module in (targets or LAMBDA_TARGETS).items():
         runs[f"{name}|probe"] = lambda m=module: probe(subject, m, memory_mb)
         if emulator:

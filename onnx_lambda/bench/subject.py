@@ -23,6 +23,7 @@ LAMBDA_TARGETS = {
     "FastAPI + Mangum": "onnx_lambda.bench.baselines.fastapi_mangum",
 }
 FLOOR = "floor"
+CAPI_FLOOR = "C-API floor"  # bare interpreter + ctypes over libonnxruntime + session + run
 ALWAYS_ON = "FastAPI + uvicorn (always-on)"
 # The same server held to the CPU share the Lambda targets get (their memory size buys it)
 ALWAYS_ON_SHARE = "FastAPI + uvicorn, same CPU share"

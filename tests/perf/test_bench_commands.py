@@ -42,7 +42,8 @@ def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
                     "onnx-lambda bench --model"):  # the exact command
         assert heading in text
     result = json.loads((img / "results.json").read_text())["results"][0]
-    assert set(result["cold"]) == {"floor", "onnx-lambda", "naive handler", "FastAPI + Mangum"}
+    assert set(result["cold"]) == {"floor", "C-API floor", "onnx-lambda", "naive handler",
+                                   "FastAPI + Mangum"}
     assert "emulated" in result["cold"]["onnx-lambda"]
     # the three Lambda-style targets, the always-on server and its same-CPU-share twin (this
     # machine can always limit CPU: a cgroup quota as root, else core pinning)
