@@ -207,9 +207,9 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "ratios compare numbers from that run only.", "",
              "```bash", command, "```", "",
              "Baselines (`onnx_lambda/bench/baselines/`, same model file, same request): "
-             "**floor** = bare onnxruntime in a process (numpy + its Python binding); **C-API floor** "
-             "= a bare interpreter with ctypes over libonnxruntime (`handler.ort` only), one "
-             "session and run; **naive handler** = the common sample "
+             "**floor** = bare onnxruntime in a process (numpy + its Python binding); "
+             "**C-API floor** = a bare interpreter with ctypes over libonnxruntime "
+             "(`handler.ort` only), one session and run; **naive handler** = the common sample "
              "style (boto3 + full Powertools at module top, default session options, model "
              "loaded in the first request); **FastAPI + Mangum** = ASGI app behind the Mangum "
              "adapter, model loaded at startup; **always-on** = the same FastAPI app under "
