@@ -158,5 +158,5 @@ def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
 
 def steps(opts: Options) -> int:
     """Progress steps of ``run``: cold runs, warm rounds, the overhead measurement."""
-    views = 1 + len(LAMBDA_TARGETS) * (2 if opts.emulator else 1)
+    views = 2 + len(LAMBDA_TARGETS) * (2 if opts.emulator else 1)  # the two floors: probe only
     return opts.repeat * views + opts.rounds * len(opts.concurrency) + 1
