@@ -5,9 +5,10 @@
     def example(model) -> inputs            # optional: the warm-up input
 
 The module is imported once, at init; an import failure fails the init with a clear message.
-A module that imports numpy gets its outputs as numpy arrays (zero-copy views of the output
-buffers, as before the handler left numpy); one that does not gets ``handler.ort.tensor.Tensor``s
-(``.tolist()``, ``.shape``, ``.numpy()``), and numpy is never loaded for it.
+A module that imports numpy gets its outputs as numpy arrays (zero-copy, read-only views of the
+output buffers: ``.copy()`` one to change it in place); one that does not gets
+``handler.ort.tensor.Tensor``s (``.tolist()``, ``.shape``, ``.numpy()``), and numpy is never
+loaded for it.
 """
 
 from __future__ import annotations
