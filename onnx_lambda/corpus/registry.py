@@ -121,7 +121,8 @@ MODELS: tuple[CorpusModel, ...] = (
     CorpusModel(
         "iris-labels", None,  # trained on the iris data the installed scikit-learn bundles
         lambda: {"X": ex.iris_rows()},
-        ("string tensor output (derived)", "sequence of maps output (derived)"),
+        ("string tensor output (derived)", "sequence of maps output, string keys (derived)",
+         "output names with ':' (derived)"),
         derive="iris"),
 )
 
