@@ -33,8 +33,7 @@ BEGIN, END = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
 def measure(model: CorpusModel, work: Path, requests: int) -> dict[str, Any]:
     source = fetch.fetch(model)
     feeds = model.example()
-    example = serving.write_example(feeds, work / "example.npz") if model.needs_example else None
-    built = serving.build(model, source, work / model.name, example)
+    built = serving.build_as_needed(model, source, work, feeds)
     row: dict[str, Any] = {"model": model, "source_bytes": source.stat().st_size,
                            "build_s": built.seconds, "exit": built.exit_code}
     if built.exit_code:

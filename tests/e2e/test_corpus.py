@@ -44,8 +44,7 @@ def case(request: pytest.FixtureRequest,
     source = fetch.fetch(model)
     work = tmp_path_factory.mktemp(model.name)
     feeds = model.example()
-    example = serving.write_example(feeds, work / "example.npz") if model.needs_example else None
-    built = serving.build(model, source, work / model.name, example)
+    built = serving.build_as_needed(model, source, work, feeds)
     assert built.exit_code == 0, built.log
     with serving.serve(built.folder) as url:
         yield Case(model, source, feeds, serving.reference(source, feeds), built, url)
