@@ -30,6 +30,7 @@ class CorpusModel(NamedTuple):
     example: Callable[[], Feeds]  # a valid input made from real data
     covers: tuple[str, ...]  # the signature features this model exercises
     needs_example: bool = False  # defaults cannot find a runnable input: pass --example
+    shapes: tuple[str, ...] = ()  # --shape values that suffice instead (with scalars in JSON)
     derive: str | None = None  # a recipe in onnx_lambda.corpus.derived (None: the file as shipped)
     rtol: float = 1e-3  # served vs onnxruntime on the original file
 
@@ -79,7 +80,8 @@ MODELS: tuple[CorpusModel, ...] = (
         _vad_feeds,
         ("int64 scalar input sr (8000 or 16000 only)", "state tensor in and out",
          "3 inputs, 2 outputs", "unnamed dims", "a minimum sample count (Pad reflect)"),
-        needs_example=True),  # unnamed dims: nothing says state's axis 1 is input's batch
+        needs_example=True,  # unnamed dims: nothing says state's axis 1 is input's batch
+        shapes=("input=1x512", "state=2x1x128")),
     CorpusModel(
         "silero-vad-v6", Wheel("faster-whisper", "1.2.1",
                                "faster_whisper/assets/silero_vad_v6.onnx",

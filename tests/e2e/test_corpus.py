@@ -104,3 +104,18 @@ def test_defaults_refuse_clearly_where_an_example_is_needed(name: str, tmp_path:
     assert built.exit_code == NO_EXAMPLE_EXIT, built.log
     assert "--example" in built.log and "Traceback" not in built.log
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", [m.name for m in MODELS if m.shapes])
+def test_shapes_and_a_json_scalar_instead_of_a_whole_example(name: str, tmp_path: Path) -> None:
+    """The refusal's advice works: ``--shape`` for the tensors, the scalars' values in a JSON
+    ``--example``; the example the build then runs on is the one in the manifest."""
+    model = BY_NAME[name]
+    scalars = {k: v.item() for k, v in model.example().items() if v.ndim == 0}
+    example = tmp_path / "scalars.json"
+    example.write_text(json.dumps(scalars))
+    flags = [arg for shape in model.shapes for arg in ("--shape", shape)]
+    built = serving.build(model, fetch.fetch(model), tmp_path / name, example, flags)
+    assert built.exit_code == 0, built.log
+    example_in_manifest = json.loads((built.folder / "model.json").read_text())["example"]
+    assert {k: example_in_manifest[k] for k in scalars} == scalars
