@@ -40,7 +40,8 @@ def create(settings: Settings) -> Service:
     if settings.warmup:
         try:
             service.warm_up()
-        except Exception as exc:  # a bad example or a model that cannot run at all
-            raise ModelLoadError(f"warm-up inference failed: {exc}") from exc
+        except Exception as exc:  # the manifest's example does not run: a broken artifact
+            raise ModelLoadError(f"warm-up inference failed: the manifest's example does not "
+                                 f"run: {exc}") from exc
         durations["warmup"] = (time.perf_counter() - loaded) * 1000.0
     return service

@@ -6,6 +6,15 @@ holds the files named in ``files`` (each with its sha256) and this manifest.
 ``model`` is the preferred file (an offline-optimized ``.onnx`` or an ``.ort``), made for the
 onnxruntime version in ``onnxruntime``; ``portable`` is a plain ``.onnx`` any version can load. A
 manifest made for another onnxruntime version makes the runtime fall back to ``portable``.
+
+``example`` is the ``inputs`` of a valid ``/predict`` request (for ``pipeline``), inline;
+``example_file`` names an ``.npz`` in the folder with one array per model input, for examples too
+large to inline or pipelines whose requests are not tensors. Either is the init's warm-up.
+
+``FORMAT_VERSION`` rule: a new *optional* field (an older runtime ignores it and still serves the
+model correctly, as with ``example_file``) keeps the version; a change an older runtime would
+misread (a renamed or re-typed field, a new required one) bumps it, and a runtime refuses a
+manifest newer than its own version.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ class Manifest:
     example: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    example_file: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
@@ -72,10 +82,14 @@ class Manifest:
             example=data.get("example"),
             metadata=dict(data.get("metadata", {})),
             format_version=version,
+            example_file=data.get("example_file"),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["example_file"] is None:  # absent, as older runtimes and manifests have it
+            del data["example_file"]
+        return data
 
     @classmethod
     def load(cls, folder: Path) -> Manifest:

@@ -221,14 +221,50 @@ class Service:
                and manifest.pipeline == self.pipeline.name)
         return manifest.example if own else self.pipeline.example()
 
+    warmup_status = "off"  # "ok", or "failed: <why>" when a guessed example did not run
+    _example_feeds: dict[str, Any] | None = None  # the manifest's example_file, once read
+
     def warm_up(self) -> None:
-        """One real inference through the pipeline."""
-        self.model.run(self.pipeline.preprocess(self.example_inputs(), {}))
+        """One real inference: on the manifest's example (``example_file``, else ``example``
+        when written for this pipeline), which must run (it raises); else on the pipeline's
+        synthetic guess, whose failure is logged and shown in ``/health`` but never stops the
+        environment (real requests decide), and which is not tried again."""
+        if self.warmup_status.startswith("failed"):
+            return
+        manifest = self.model.artifact.manifest
+        if manifest is not None and manifest.example_file:
+            if self._example_feeds is None:  # read once: warmer pings run it again
+                self._example_feeds = self._example_file(manifest.example_file)
+            self.model.run(self._example_feeds)
+            self.warmup_status = "ok"
+            return
+        recorded = (manifest is not None and manifest.example is not None
+                    and manifest.pipeline == self.pipeline.name)
+        try:
+            self.model.run(self.pipeline.preprocess(self.example_inputs(), {}))
+        except Exception as exc:
+            if recorded:
+                raise
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            self.warmup_status = f"failed: {first}"
+            self.telemetry.log("warning", "warm-up on a synthetic input failed; serving anyway "
+                               "(build the model with an example to warm it up)", error=first)
+            return
+        self.warmup_status = "ok"
+
+    def _example_file(self, name: str) -> dict[str, Any]:
+        import numpy as np  # loaded already (handler.tensors): no cold-start cost
+
+        path = self.model.artifact.path.parent / name
+        with np.load(path, allow_pickle=False) as archive:  # data, never code
+            arrays = {key: archive[key] for key in archive.files}
+        return tensors.check({key: a.astype(object) if a.dtype.kind in "US" else a
+                              for key, a in arrays.items()}, self.model.inputs)
 
     def _health(self) -> dict[str, Any]:
         return {"status": "ok", "model": self.model.name, "version": self.model.version,
                 "pipeline": self.pipeline.name, "threads": self.model.threads,
-                "graphOptimization": self.model.graph_optimization,
+                "graphOptimization": self.model.graph_optimization, "warmup": self.warmup_status,
                 "environmentId": self.state.environment_id,
                 "initializationType": self.state.initialization_type,
                 "inputs": [s.describe() for s in self.model.inputs],

@@ -72,7 +72,9 @@ VARIABLES: tuple[Variable, ...] = (
              "Online graph optimization at session load; `auto` = off for an artifact "
              "optimized offline for this onnxruntime version, `basic` otherwise."),
     Variable("warmup", _bool, True,
-             "Run one synthetic inference at init so the first request is not the slow one."),
+             "Run one inference at init on the manifest's example (one that fails is an init "
+             "error); without one, on a synthetic guess whose failure is logged and shown in "
+             "`/health` but never stops the start."),
     Variable("max_payload_bytes", _non_negative_int, LAMBDA_MAX_SYNC_PAYLOAD,
              "Largest accepted request body in bytes (after base64 decoding); larger → 413."),
     Variable("cache_size", _non_negative_int, 0,

@@ -1,7 +1,9 @@
 """``onnx-lambda build-model``: turn an ONNX model into a Lambda-ready model folder.
 
-Modules, in build order: ``signature`` (load, validate, record inputs/outputs), ``optimize``
-(transformer fusions, offline onnxruntime optimization, ORT format), ``quantize`` (dynamic INT8
-tuned against ``gate``), ``output`` (atomic folder, sha256), ``measure`` (before/after figures);
-``builder`` runs them with a ``progress`` display, ``commands`` is the CLI.
+Modules, in build order: ``signature`` (load, validate, record inputs/outputs), ``inspect`` (the
+summary ``onnx-lambda inspect`` prints), ``example`` + ``ladder`` (the input the model really
+runs on: given, or found), ``optimize`` (transformer fusions, offline onnxruntime optimization,
+ORT format), ``quantize`` (dynamic INT8 tuned against ``gate``), ``output`` (atomic folder,
+sha256, cancellation), ``measure`` (before/after figures); ``builder`` runs them with a
+``progress`` display, ``commands`` is the CLI, ``request`` the curl ``scripts/run`` prints.
 """

@@ -1,7 +1,9 @@
-"""``build``: inspect → fuse → quantize (gated) → optimize → package → verify and measure.
+"""``build``: inspect → example → fuse → quantize (gated) → optimize → package → verify and
+measure.
 
 Intermediate files live in a temporary folder; the artifact is assembled in a staging folder
-and renamed into place only when every step has passed.
+and renamed into place only when every step has passed. Under ``output.cancellable`` (the
+command installs it) SIGINT/SIGTERM unwind like a failure: nothing is left behind.
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ import onnxruntime as ort
 from rich.console import Console
 
 from handler.manifest import Manifest
-from onnx_lambda.build import measure, optimize, output, quantize, signature
+from onnx_lambda.build import (
+    example,
+    inspect,
+    ladder,
+    measure,
+    optimize,
+    output,
+    quantize,
+    signature,
+)
 from onnx_lambda.build.errors import AccuracyGateError
 from onnx_lambda.build.gate import Accuracy, Feeds, collect, compare
 from onnx_lambda.build.progress import Steps
@@ -39,30 +50,46 @@ class BuildReport:
 
 def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console) -> BuildReport:
     steps = Steps(console)
-    staging = output.staging_for(target)
+    staging = None
     try:
+        staging = output.staging_for(target)
         with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
             report = _build(spec, target, staging, Path(scratch), options, steps)
         with steps.step(f"publish {target}"):
             output.publish(staging, target)
         return report
     finally:
-        output.discard(staging)
+        if staging is not None:
+            output.discard(staging)
 
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
-    with steps.step("inspect") as note:
+    with steps.step("inspect"):
         proto = signature.load(spec.source)
         session = signature.check_runnable(spec.source, proto)
         inputs = signature.tensor_infos(session.get_inputs())
         outputs = signature.tensor_infos(session.get_outputs())
-        for info in (*inputs, *outputs):
-            note(f"{info.name}: {info.dtype}{list(info.shape)}")
-        samples = spec.samples or [signature.synthetic_feeds(inputs)]
-        reference = spec.reference
-        if reference is None:
+        inspect.render(inspect.summarize(spec.source, example=f"the {spec.name} example's "
+                                         "samples" if spec.samples else None), steps.console)
+    found = None
+    with steps.step("example") as note:
+        if spec.samples:
+            samples = spec.samples
+            note(f"{len(samples)} sample batch(es) from the {spec.name} example")
+        else:
+            found = ladder.find(proto, inputs, example.check(spec.given, inputs),
+                                signature.runner(session))
+            samples = found.samples
+            note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
+        if spec.reference is None:
             reference = collect(_runner(spec.source), samples, spec.comparable)
+        else:  # an example's own reference rows (minilm: PyTorch's embeddings)
+            reference = (spec.reference if isinstance(spec.reference, dict)
+                         else {"output": spec.reference})
+        if not reference:
+            note("accuracy gate: nothing comparable (no numeric, label or map output): "
+                 "outputs are not checked")
     current = spec.source
     fuse = options.fuse == "bert" or (options.fuse == "auto"
                                       and optimize.looks_like_transformer(proto))
@@ -80,14 +107,13 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         return compare(reference, candidate, classifier=spec.classifier)
 
     settings = _quantize_settings(spec, options)
+    if settings is not None and not reference:
+        steps.console.print("[yellow]![/yellow] quantize skipped: the accuracy gate has no "
+                            "output it can compare, so a quantized model could not be checked")
+        metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
+        settings = None
     if settings is not None:
-        with steps.step("quantize (dynamic INT8)") as note:
-            result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
-                                   options.thresholds, on_attempt=note)
-            current = work / "quantized.onnx"
-            metadata["quantization"] = {
-                "type": "dynamic-int8", "op_types": list(settings.op_types),
-                "per_channel": settings.per_channel, "fp32_nodes": list(result.excluded)}
+        current = _quantize(current, work, settings, evaluate, options, steps, metadata)
     with steps.step("optimize" if options.optimize else "package") as note:
         shutil.copyfile(current, staging / PORTABLE)
         chosen = PORTABLE
@@ -97,16 +123,20 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
+        inline, example_file = spec.example, None
+        if found is not None:
+            inline, example_file = example.write(found.feeds, spec.pipeline, staging)
+            note(f"example: {example_file or 'inline in model.json'}")
         manifest = Manifest(
             name=spec.name, model=chosen, portable=PORTABLE, onnxruntime=ort.__version__,
             optimization=options.level if options.optimize else "none",
             inputs=inputs, outputs=outputs,
             files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
             pipeline=spec.pipeline, pipeline_options=dict(spec.pipeline_options),
-            labels=spec.labels, example=spec.example, metadata=metadata)
+            labels=spec.labels, example=inline, example_file=example_file, metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
-        feeds = {name: value[:1] for name, value in samples[0].items()}  # batch 1
+        feeds = found.feeds if found is not None else _batch_one(samples[0])
         before, _ = measure.figures(measure.load_raw, spec.source,
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
@@ -126,16 +156,38 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     return BuildReport(target, manifest, before, after, accuracy, steps.timings)
 
 
+def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
+              evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
+              metadata: dict[str, object]) -> Path:
+    """The quantize step: the model to build on, and what was really applied in ``metadata``."""
+    with steps.step("quantize (dynamic INT8)") as note:
+        result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
+                               options.thresholds, on_attempt=note)
+        fp32 = sum(result.counts["fp32"].values())
+        applied = {"op_types": list(settings.op_types), "per_channel": settings.per_channel,
+                   "fp32_nodes": list(result.excluded), "nodes": result.counts}
+        if not result.quantized:
+            note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had to "
+                          "stay fp32 to pass the gate)")
+            metadata["quantization"] = {"type": "none", "reason": "every candidate node kept "
+                                        "fp32 to pass the accuracy gate", **applied}
+            return current
+        note.title = (f"quantize (dynamic INT8: {result.quantized} node(s) quantized, {fp32} "
+                      "kept fp32)")
+        metadata["quantization"] = {"type": "dynamic-int8", **applied}
+        return work / "quantized.onnx"
+
+
+def _batch_one(feeds: Feeds) -> Feeds:
+    """The first item of an example's sample batch (each of its inputs is batch-major)."""
+    return {name: value[:1] if value.ndim else value for name, value in feeds.items()}
+
+
 def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-
-    def run(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return dict(zip(names, session.run(names, feeds), strict=True))
-
-    return run
+    return signature.runner(ort.InferenceSession(str(path), options,
+                                                 providers=["CPUExecutionProvider"]))
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:

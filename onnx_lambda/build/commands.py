@@ -1,6 +1,10 @@
 """``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``). Exit codes: 0 built, 2 bad arguments, 3 not a valid ONNX model,
-4 unsupported operators, 5 accuracy gate failed, 6 output not writable."""
+name (``digits``, ``minilm``). ``onnx-lambda inspect MODEL``: a model's signature and build advice.
+
+build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
+do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
+6 output not writable, 7 no example input runs the model (the message names the error and the
+flags to pass), 8 nothing to quantize, 130/143 cancelled by SIGINT/SIGTERM (nothing written)."""
 
 from __future__ import annotations
 
@@ -34,6 +38,16 @@ def register(subparsers: Any) -> None:
     model.add_argument("--labels", type=Path, help="a text file, one class label per line")
     model.add_argument("--file", action="append", type=Path, default=[], dest="files",
                        help="a file to ship beside the model, e.g. tokenizer.json (repeatable)")
+    given = parser.add_argument_group(
+        "example input (default: found from the graph and a ladder of sizes; see docs/models.md)")
+    given.add_argument("--example", type=Path, metavar="FILE",
+                       help='real input: .npz (one array per input), .npy (a one-input model) '
+                            'or JSON {"name": nested list}; may cover some inputs only')
+    given.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x640x640",
+                       help="an input's shape (repeatable; NAME= for a scalar)")
+    given.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                       help="a symbolic dim's size wherever it appears, e.g. batch=1 "
+                            "(repeatable)")
     steps = parser.add_argument_group("steps")
     steps.add_argument("--no-optimize", action="store_false", dest="optimize",
                        help="skip the offline onnxruntime optimization")
@@ -63,10 +77,12 @@ def register(subparsers: Any) -> None:
                       help="top-1 agreement, classifiers only (0.99)")
     gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
     parser.set_defaults(func=run)
+    _register_inspect(subparsers)
 
 
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
+    from onnx_lambda.build import output
     from onnx_lambda.build.builder import build
     from onnx_lambda.build.errors import BuildError
     from onnx_lambda.build.gate import Thresholds
@@ -80,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
     try:
-        with tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+        with output.cancellable(), \
+                tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
             spec = _spec(args, Path(workdir), console)
             report = build(spec, args.output, options, console)
     except BuildError as exc:
@@ -99,9 +116,14 @@ class _UsageError(Exception):
 
 def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpec:
     from onnx_lambda import examples
+    from onnx_lambda.build.errors import ExampleArgumentError
+    from onnx_lambda.build.example import parse as parse_given
     from onnx_lambda.build.spec import ModelSpec
 
     if args.source in examples.NAMES:
+        if args.example or args.shape or args.dim:
+            raise _UsageError(f"{args.source} brings its own samples: --example, --shape and "
+                              "--dim apply to an .onnx SOURCE")
         return examples.prepare(args.source, workdir, console)
     source = Path(args.source)
     if not source.is_file():
@@ -117,9 +139,13 @@ def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpe
                            if line.strip())
         except OSError as exc:
             raise _UsageError(f"--labels {args.labels}: {exc.strerror}") from exc
+    try:
+        given = parse_given(args.example, args.shape, args.dim)
+    except ExampleArgumentError as exc:
+        raise _UsageError(exc.message) from exc
     return ModelSpec(source=source, name=args.name or args.output.name,
                      pipeline=args.pipeline, pipeline_options=_options(args.pipeline_option),
-                     labels=labels, files={p.name: p for p in args.files},
+                     labels=labels, files={p.name: p for p in args.files}, given=given,
                      classifier=args.pipeline == "classifier", num_heads=args.num_heads,
                      hidden_size=args.hidden_size)
 
@@ -155,7 +181,8 @@ def _summary(report: BuildReport, console: Console) -> None:
     console.print(table)
     console.print(f"accuracy vs reference: {report.accuracy.describe()}")
     console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
-                  f"pipeline: {report.manifest.pipeline}", highlight=False)
+                  f"pipeline: {report.manifest.pipeline}; example (the warm-up): "
+                  f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
 
 
 def _size(size_bytes: int) -> str:
@@ -165,3 +192,33 @@ def _size(size_bytes: int) -> str:
 
 def _ratio(before: float, after: float) -> str:
     return f"{before / after:.2f}×" if after else "–"
+
+
+def _register_inspect(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inspect", help="a model's signature, sizes, quantizable nodes and build advice",
+        description="MODEL: an .onnx file or a model folder. Never runs the model.")
+    parser.add_argument("model", metavar="MODEL", type=Path)
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=run_inspect)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """Exit codes: 0, 2 no such MODEL, 3 not a readable model."""
+    from onnx_lambda.build import inspect
+    from onnx_lambda.build.errors import BuildError
+
+    console = Console(stderr=True)
+    if not args.model.exists():
+        console.print(f"[red]error:[/red] {escape(str(args.model))}: no such file or folder")
+        return 2
+    try:
+        summary = inspect.summarize(args.model)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        inspect.render(summary, Console())
+    return 0

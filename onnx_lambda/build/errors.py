@@ -35,3 +35,31 @@ class OutputError(BuildError):
     """The output folder cannot be written."""
 
     exit_code = 6
+
+
+class ExampleArgumentError(BuildError):
+    """``--example`` / ``--shape`` / ``--dim`` do not fit the model (a bad argument)."""
+
+    exit_code = 2
+
+
+class NoExampleError(BuildError):
+    """No input the model runs on: none given, and none of the ladder's candidates runs."""
+
+    exit_code = 7
+
+
+class NothingToQuantizeError(BuildError):
+    """``--quantize`` asked for, but the graph has no node of the op types to quantize."""
+
+    exit_code = 8
+
+
+class BuildCancelledError(BuildError):
+    """SIGINT or SIGTERM during the build; exit code 128 + the signal's number, as shells do."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(f"cancelled by {signal.Signals(signum).name}: nothing was written")
+        self.exit_code = 128 + signum

@@ -1,87 +1,179 @@
 """The accuracy gate: compare a candidate's outputs with a reference on the sample inputs.
 
-Outputs are compared as vectors, one per sample (``Comparable``: what a pipeline would return,
-e.g. pooled sentence embeddings or class scores). Figures: cosine similarity per sample (mean and
-minimum), maximum absolute error, and, for classifiers, top-1 agreement.
+What is compared (``Comparable``: raw outputs → named rows, one row per sample item): by default
+every output that can be — float tensors as vectors (cosine per row, mean and minimum; max abs
+error), integer / bool / string tensors as labels (exact agreement), sequences of maps (what
+skl2onnx's ZipMap writes) as vectors of their values in key order. Other values (nested
+sequences, optionals) are skipped, and ``Accuracy.compared`` says what was compared. An example
+can give its own rows (pooled embeddings, class scores) as a plain array. Classifiers also get
+top-1 agreement on the first float rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 Feeds = dict[str, np.ndarray]
-# (raw session outputs by name, the feeds that produced them) → one row per sample
-Comparable = Callable[[dict[str, np.ndarray], Feeds], np.ndarray]
+# name → rows (float rows are vectors, any other dtype labels), or a list of them, one per
+# sample, for an output whose size varies from sample to sample
+Rows = dict[str, "np.ndarray | list[np.ndarray]"]
+# (raw session outputs by name, the feeds that produced them) → rows (or one array of rows)
+Comparable = Callable[[dict[str, Any], Feeds], "np.ndarray | Rows"]
 
 
 @dataclass(frozen=True)
 class Thresholds:
     mean_cosine: float = 0.99
     min_cosine: float = 0.98
-    top1: float = 0.99  # only for classifiers
+    top1: float = 0.99  # top-1 of classifiers, and every label output's agreement
     max_abs_error: float | None = None  # reported always, gated only when set
 
 
 @dataclass(frozen=True)
 class Accuracy:
-    mean_cosine: float
-    min_cosine: float
-    max_abs_error: float
-    top1: float | None
+    mean_cosine: float | None  # None: no float output compared
+    min_cosine: float | None
+    max_abs_error: float | None
+    top1: float | None  # only for classifiers
     samples: int
+    agreement: float | None = None  # the worst label output's exact agreement
+    compared: tuple[str, ...] = ()  # "name (cosine)" / "name (agreement)"
 
     def failures(self, limits: Thresholds) -> list[str]:
         checks = [
-            (self.mean_cosine >= limits.mean_cosine,
-             f"mean cosine {self.mean_cosine:.4f} < {limits.mean_cosine}"),
-            (self.min_cosine >= limits.min_cosine,
-             f"min cosine {self.min_cosine:.4f} < {limits.min_cosine}"),
+            (self.mean_cosine is None or self.mean_cosine >= limits.mean_cosine,
+             f"mean cosine {self.mean_cosine or 0:.4f} < {limits.mean_cosine}"),
+            (self.min_cosine is None or self.min_cosine >= limits.min_cosine,
+             f"min cosine {self.min_cosine or 0:.4f} < {limits.min_cosine}"),
             (self.top1 is None or self.top1 >= limits.top1,
              f"top-1 agreement {self.top1} < {limits.top1}"),
-            (limits.max_abs_error is None or self.max_abs_error <= limits.max_abs_error,
-             f"max abs error {self.max_abs_error:.3g} > {limits.max_abs_error}"),
+            (self.agreement is None or self.agreement >= limits.top1,
+             f"label agreement {self.agreement} < {limits.top1}"),
+            (limits.max_abs_error is None or self.max_abs_error is None
+             or self.max_abs_error <= limits.max_abs_error,
+             f"max abs error {self.max_abs_error or 0:.3g} > {limits.max_abs_error}"),
         ]
         return [message for ok, message in checks if not ok]
 
+    def score(self) -> tuple[float, float, float]:
+        """Worse first when sorted: min cosine, mean cosine, label agreement."""
+        return (1.0 if self.min_cosine is None else self.min_cosine,
+                1.0 if self.mean_cosine is None else self.mean_cosine,
+                1.0 if self.agreement is None else self.agreement)
+
     def describe(self) -> str:
-        top1 = f", top-1 {self.top1:.2%}" if self.top1 is not None else ""
-        return (f"cosine mean {self.mean_cosine:.4f} / min {self.min_cosine:.4f}, "
-                f"max abs error {self.max_abs_error:.3g}{top1} ({self.samples} samples)")
+        if not self.compared:
+            return "nothing comparable (no numeric, label or map output)"
+        parts = []
+        if self.mean_cosine is not None:
+            parts.append(f"cosine mean {self.mean_cosine:.4f} / min {self.min_cosine:.4f}, "
+                         f"max abs error {self.max_abs_error:.3g}")
+        if self.top1 is not None:
+            parts.append(f"top-1 {self.top1:.2%}")
+        if self.agreement is not None:
+            parts.append(f"label agreement {self.agreement:.2%}")
+        return f"{', '.join(parts)} ({self.samples} samples; {', '.join(self.compared)})"
 
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {"mean_cosine": round(self.mean_cosine, 6), "min_cosine": round(self.min_cosine, 6),
-                "max_abs_error": float(f"{self.max_abs_error:.6g}"), "top1": self.top1,
-                "samples": self.samples}
+    def to_dict(self) -> dict[str, Any]:
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 6)
+
+        return {"mean_cosine": rounded(self.mean_cosine), "min_cosine": rounded(self.min_cosine),
+                "max_abs_error": None if self.max_abs_error is None
+                else float(f"{self.max_abs_error:.6g}"),
+                "top1": self.top1, "agreement": self.agreement, "samples": self.samples,
+                "compared": list(self.compared)}
 
 
-def first_output(outputs: dict[str, np.ndarray], feeds: Feeds) -> np.ndarray:
-    """Default ``Comparable``: the first numeric output, one flattened row per batch item."""
-    for value in outputs.values():
-        if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
-            return value.reshape(value.shape[0] if value.ndim else 1, -1).astype(np.float64)
-    raise ValueError("the model has no numeric tensor output to compare")
+def comparable_outputs(outputs: dict[str, Any], feeds: Feeds) -> Rows:
+    """Default ``Comparable``: every output that can be compared (see the module docstring)."""
+    rows: Rows = {}
+    for name, value in outputs.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            keys = sorted(value[0], key=str)
+            value = np.array([[float(item[k]) for k in keys] for item in value])
+        elif isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+            value = np.concatenate([v.ravel() for v in value])
+        if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind not in \
+                "fiubUSO":
+            continue
+        rows[name] = value.reshape(value.shape[0] if value.ndim >= 2 else 1, -1)
+        if value.dtype.kind in "USO":
+            rows[name] = rows[name].astype(str)
+    return rows
 
 
-def collect(run: Callable[[Feeds], dict[str, np.ndarray]], samples: Sequence[Feeds],
-            comparable: Comparable) -> np.ndarray:
-    """Run every sample batch and stack the comparable rows."""
-    return np.concatenate([comparable(run(feeds), feeds) for feeds in samples], axis=0)
+def collect(run: Callable[[Feeds], dict[str, Any]], samples: Sequence[Feeds],
+            comparable: Comparable) -> Rows:
+    """Run every sample batch and stack each comparable's rows; an output whose size varies
+    from sample to sample (detections, say) stays a list, one entry per sample."""
+    parts: dict[str, list[np.ndarray]] = {}
+    for feeds in samples:
+        rows = comparable(run(feeds), feeds)
+        for name, value in (rows if isinstance(rows, dict) else {"output": rows}).items():
+            parts.setdefault(name, []).append(value)
+    stacked: Rows = {}
+    for name, values in parts.items():
+        try:
+            stacked[name] = np.concatenate(values, axis=0)
+        except ValueError:  # rows of different widths
+            stacked[name] = values
+    return stacked
 
 
-def compare(reference: np.ndarray, candidate: np.ndarray, *, classifier: bool) -> Accuracy:
-    if reference.shape != candidate.shape:
-        raise ValueError(f"reference {reference.shape} and candidate {candidate.shape} differ")
-    ref = reference.astype(np.float64)
-    cand = candidate.astype(np.float64)
+def compare(reference: Rows, candidate: Rows, *, classifier: bool) -> Accuracy:
+    if set(reference) != set(candidate):
+        raise ValueError(f"reference {sorted(reference)} and candidate {sorted(candidate)} "
+                         "compare different outputs")
+    cosines, errors, agreements, compared = [], [], [], []
+    top1, samples = None, 0
+    for name, ref in reference.items():
+        pairs = _pairs(ref, candidate[name])
+        samples = samples or len(ref)
+        if pairs is None:  # the candidate changed an output's shape: nothing agrees
+            agreements.append(0.0)
+            compared.append(f"{name} (shape changed)")
+            continue
+        if pairs[0][0].dtype.kind != "f":
+            agreements.append(float(np.mean(np.concatenate(
+                [(r == c).ravel() for r, c in pairs]))))
+            compared.append(f"{name} (agreement)")
+            continue
+        cosines += [_row_cosines(r.astype(np.float64), c.astype(np.float64)) for r, c in pairs]
+        errors += [float(np.abs(r.astype(np.float64) - c).max()) for r, c in pairs if r.size]
+        compared.append(f"{name} (cosine)")
+        if classifier and top1 is None:
+            top1 = float(np.mean(np.concatenate([r.argmax(axis=1) == c.argmax(axis=1)
+                                                 for r, c in pairs])))
+    every = np.concatenate(cosines) if cosines else None
+    every = every if every is not None and every.size else None  # only empty rows
+    return Accuracy(None if every is None else float(every.mean()),
+                    None if every is None else float(every.min()),
+                    max(errors) if errors else None, top1, samples,
+                    min(agreements) if agreements else None, tuple(compared))
+
+
+def _pairs(ref: np.ndarray | list[np.ndarray], cand: np.ndarray | list[np.ndarray]
+           ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Reference and candidate rows side by side (one pair, or one per sample for a
+    variable-size output); None when their shapes differ anywhere."""
+    refs = ref if isinstance(ref, list) else [ref]
+    cands = cand if isinstance(cand, list) else [cand]
+    if len(refs) != len(cands) or any(r.shape != c.shape for r, c in zip(refs, cands,
+                                                                          strict=True)):
+        return None
+    return [(r.reshape(r.shape[0], -1 if r.size else 0), c.reshape(c.shape[0], -1 if c.size else 0))
+            for r, c in zip(refs, cands, strict=True)]
+
+
+def _row_cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(ref, axis=1) * np.linalg.norm(cand, axis=1)
     dots = (ref * cand).sum(axis=1)
     # Two zero vectors are identical; one zero vector against a non-zero one is orthogonal.
     both_zero = norms == 0
-    cosine = np.where(both_zero, np.where(np.abs(ref - cand).max(axis=1) == 0, 1.0, 0.0),
-                      dots / np.where(both_zero, 1.0, norms))
-    top1 = float(np.mean(ref.argmax(axis=1) == cand.argmax(axis=1))) if classifier else None
-    return Accuracy(float(cosine.mean()), float(cosine.min()), float(np.abs(ref - cand).max()),
-                    top1, len(ref))
+    same = np.abs(ref - cand).max(axis=1, initial=0.0) == 0
+    return np.where(both_zero, np.where(same, 1.0, 0.0), dots / np.where(both_zero, 1.0, norms))

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
+
+
+class Note:
+    """Prints a detail line under the running step; ``title`` may be changed to say how the
+    step ended (e.g. what a quantization really applied)."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        self.console = console
+        self.title = title
+
+    def __call__(self, text: str) -> None:
+        self.console.print(f"    [dim]{escape(text)}[/dim]", soft_wrap=True)
 
 
 class Steps:
@@ -16,20 +28,17 @@ class Steps:
         self.timings: dict[str, float] = {}
 
     @contextmanager
-    def step(self, title: str) -> Iterator[Callable[[str], None]]:
-        """Run one step; the yielded function prints a detail line under it."""
+    def step(self, title: str) -> Iterator[Note]:
+        """Run one step; the yielded ``Note`` prints a detail line under it."""
         start = time.perf_counter()
-
-        def note(text: str) -> None:
-            self.console.print(f"    [dim]{escape(text)}[/dim]", soft_wrap=True)
-
+        note = Note(self.console, title)
         try:
             with self.console.status(f"{title}…"):
                 yield note
         except BaseException:
-            self.console.print(f"[red]✗[/red] {title} [dim]({time.perf_counter() - start:.2f} s)"
-                               "[/dim]")
+            self.console.print(f"[red]✗[/red] {escape(note.title)} "
+                               f"[dim]({time.perf_counter() - start:.2f} s)[/dim]")
             raise
         elapsed = time.perf_counter() - start
         self.timings[title] = elapsed
-        self.console.print(f"[green]✓[/green] {title} [dim]({elapsed:.2f} s)[/dim]")
+        self.console.print(f"[green]✓[/green] {escape(note.title)} [dim]({elapsed:.2f} s)[/dim]")

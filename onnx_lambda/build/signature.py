@@ -1,4 +1,4 @@
-"""Step 1: load and validate the ONNX file, record its signature, make sample inputs.
+"""Step 1: load and validate the ONNX file, record its signature (``ladder`` finds its example).
 
 Validation is by the two authorities that matter: the ONNX checker (a well-formed graph) and
 onnxruntime itself (a session on the CPU provider can be created).
@@ -6,9 +6,10 @@ onnxruntime itself (a session on the CPU provider can be created).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 from google.protobuf.message import DecodeError
@@ -26,8 +27,6 @@ _DTYPES = {
 }
 # Operator domains onnxruntime implements (standard ONNX, ONNX-ML, Microsoft contrib ops).
 _KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc"}
-SAMPLE_BATCH = 8
-SAMPLE_DIM = 16
 
 
 def load(path: Path) -> onnx.ModelProto:
@@ -68,26 +67,18 @@ def check_runnable(path: Path, model: onnx.ModelProto) -> ort.InferenceSession:
         raise InvalidModelError(f"{path}: onnxruntime cannot load it: {first}") from exc
 
 
+def runner(session: ort.InferenceSession) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``run(feeds) → {output name: value}``; a failing run raises without onnxruntime's own
+    error log on stderr (the build reports it once, in one line)."""
+    names = [o.name for o in session.get_outputs()]
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4  # fatal only: a failing kernel is reported by the caller
+
+    def run(feeds: dict[str, Any]) -> dict[str, Any]:
+        return dict(zip(names, session.run(names, feeds, quiet), strict=True))
+
+    return run
+
+
 def tensor_infos(args: list[ort.NodeArg]) -> tuple[TensorInfo, ...]:
     return tuple(TensorInfo(a.name, _DTYPES.get(a.type, a.type), tuple(a.shape)) for a in args)
-
-
-def synthetic_feeds(inputs: tuple[TensorInfo, ...], seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs for the accuracy gate of a model that came without samples: a batch of
-    ``SAMPLE_BATCH`` on the first dynamic axis, ``SAMPLE_DIM`` on other dynamic axes; floats
-    standard normal, integers 0/1 (valid as masks and as indices), strings empty."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for spec in inputs:
-        shape = tuple(d if isinstance(d, int) and d > 0
-                      else (SAMPLE_BATCH if axis == 0 else SAMPLE_DIM)
-                      for axis, d in enumerate(spec.shape))
-        if spec.dtype == "str":
-            feeds[spec.name] = np.full(shape, "", dtype=object)
-        elif spec.dtype == "bool":
-            feeds[spec.name] = rng.integers(0, 2, shape).astype(bool)
-        elif np.dtype(spec.dtype).kind == "f":
-            feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
-        else:
-            feeds[spec.name] = rng.integers(0, 2, shape).astype(spec.dtype)
-    return feeds

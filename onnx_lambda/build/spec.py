@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from onnx_lambda.build.gate import Comparable, Feeds, Thresholds, first_output
+from onnx_lambda.build.example import Given
+from onnx_lambda.build.gate import Comparable, Feeds, Rows, Thresholds, comparable_outputs
 from onnx_lambda.build.quantize import QuantizeSettings
 
 
@@ -22,9 +23,10 @@ class ModelSpec:
     labels: tuple[str, ...] | None = None
     example: Any = None  # the ``inputs`` of a /predict request (the runtime's warm-up)
     files: dict[str, Path] = field(default_factory=dict)  # copied beside the model
-    samples: list[Feeds] | None = None  # gate inputs; None = synthetic from the signature
-    comparable: Comparable = first_output
-    reference: np.ndarray | None = None  # gate reference rows; None = the unquantized model's
+    samples: list[Feeds] | None = None  # gate inputs; None = the example and more draws like it
+    given: Given = field(default_factory=Given)  # --example / --shape / --dim
+    comparable: Comparable = comparable_outputs
+    reference: np.ndarray | Rows | None = None  # gate reference rows; None = the fp32 model's
     classifier: bool = False  # gate top-1 agreement too
     quantize: QuantizeSettings | None = None  # the default when the command line is silent
     num_heads: int = 0  # transformer fusions: attention heads and hidden size (0 = detect)

@@ -93,3 +93,18 @@ def word_tokenizer(path: Path) -> Path:
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(path))
     return path
+
+
+def chain(path: Path, *, layers: int = 12, width: int = 64, seed: int = 0) -> Path:
+    """x: float32[batch, width] → y: ``layers`` MatMul + Tanh blocks (many quantizable nodes:
+    the quantizer's tuning has work to do)."""
+    rng = np.random.default_rng(seed)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])
+    nodes, inits, current = [], [], "x"
+    for i in range(layers):
+        inits.append(_weight(f"W{i}", rng.standard_normal((width, width)) / np.sqrt(width)))
+        nodes += [helper.make_node("MatMul", [current, f"W{i}"], [f"m{i}"], name=f"mm{i}"),
+                  helper.make_node("Tanh", [f"m{i}"], [f"t{i}" if i < layers - 1 else "y"])]
+        current = f"t{i}"
+    return _save(helper.make_graph(nodes, "chain", [x], [y], inits), path)
