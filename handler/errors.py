@@ -1,6 +1,8 @@
 """Error hierarchy: each error knows its HTTP status and a stable ``type`` string.
 
-Clients see ``{"error": {"type", "message"}, "requestId"}``; stack traces go to the log only.
+Clients see ``{"error": {"type", "message"}, "requestId"}`` (on ``/v2/`` routes the Open Inference
+Protocol's ``{"error": message, "type", "requestId"}``) and an ``x-error-type`` header; stack
+traces go to the log only.
 """
 
 from __future__ import annotations

@@ -61,8 +61,16 @@ class TensorSpec(NamedTuple):
     shape: tuple[int | str | None, ...]  # None or a symbolic name for a dynamic dimension
 
     def describe(self) -> str:
-        dims = ", ".join("?" if not isinstance(d, int) else str(d) for d in self.shape)
+        """``x: float32[batch, ?, 3]``: symbolic names kept (they show which axes are tied,
+        see ``handler.dims``), ``?`` only where the model names nothing."""
+        dims = ", ".join(_dim(d) for d in self.shape)
         return f"{self.name}: {self.dtype.name if self.datatype != 'BYTES' else 'string'}[{dims}]"
+
+
+def _dim(dim: int | str | None) -> str:
+    if isinstance(dim, int):
+        return str(dim) if dim >= 0 else "?"
+    return (dim.strip() if isinstance(dim, str) else "") or "?"
 
 
 def threads_for(memory_mb: int | None, visible_cpus: int) -> int:

@@ -28,6 +28,11 @@ STATIC: dict[str, dict[str, str]] = {
     if re.escape(pattern.pattern) == pattern.pattern}
 
 
+def is_v2(path: str) -> bool:
+    """An Open Inference Protocol route (its errors take the protocol's shape)."""
+    return path == "/v2" or path.startswith("/v2/")
+
+
 def match(method: str, path: str) -> tuple[str, dict[str, str]]:
     if len(path) > 1:
         path = path.rstrip("/")

@@ -62,7 +62,7 @@ class Service:
             request = source.to_request(event)
             response = self._dispatch(request, context, timer)
         except OnnxLambdaError as exc:
-            response = self._error(exc, request_id)
+            response = self._error(exc, request_id, request)
             error_type = exc.type
         except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
             import traceback  # rare path: keep its import off the cold start
@@ -70,7 +70,7 @@ class Service:
             self.telemetry.log("error", "unhandled error", requestId=request_id,
                                error=repr(exc), traceback=traceback.format_exc())
             response = self._error(OnnxLambdaError("internal error; see the function's logs"),
-                                   request_id)
+                                   request_id, request)
             error_type = "InternalError"
         method = path = None
         if request is not None:
@@ -82,7 +82,7 @@ class Service:
                 if queue <= MAX_QUEUE_MS:
                     timer.durations["queue"] = max(queue, 0.0)  # clock skew can read negative
         if not (request and request.raw_response):
-            response = self._fit(response, request_id)
+            response = self._fit(response, request_id, request)
         timer.mark("encode")
         durations = timer.durations  # this request's own timer: no copy needed
         durations["total"] = timer.total_ms()
@@ -122,7 +122,7 @@ class Service:
         if operation == "health":
             return Response(200, payload=self._health())
         if operation in ("ready", "live"):
-            return Response(200, payload={"ready": True})
+            return Response(200, payload={operation: True})
         if operation == "v2_server":
             return Response(200, payload={"name": "onnx-lambda", "version": "2",
                                           "extensions": ["binary_tensor_data"]})
@@ -270,7 +270,7 @@ class Service:
                 "inputs": [s.describe() for s in self.model.inputs],
                 "outputs": [s.describe() for s in self.model.outputs]}
 
-    def _fit(self, response: Response, request_id: str) -> Response:
+    def _fit(self, response: Response, request_id: str, request: Request | None) -> Response:
         """Encode the body; one that cannot fit Lambda's response limit becomes a clear error
         instead of the runtime's opaque failure (API Gateway would answer 502)."""
         size = len(response.body_bytes())
@@ -280,15 +280,22 @@ class Service:
         error = self._error(ResponseTooLargeError(
             f"the response would be {wire} bytes; Lambda returns at most "
             f"{LAMBDA_MAX_SYNC_PAYLOAD}: ask for fewer outputs (parameters.outputs), binary "
-            "tensors (V2 binary_data, .npy) or a smaller batch"), request_id)
+            "tensors (V2 binary_data, .npy) or a smaller batch"), request_id, request)
         error.body_bytes()
         return error
 
-    def _error(self, exc: OnnxLambdaError, request_id: str) -> Response:
+    def _error(self, exc: OnnxLambdaError, request_id: str,
+               request: Request | None = None) -> Response:
         if exc.status >= 500:
             self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
                                cause=repr(exc.__cause__) if exc.__cause__ else None)
-        return Response(exc.status, headers=dict(exc.headers), payload={
+        headers = {**exc.headers, "x-error-type": exc.type}
+        if request is not None and routes.is_v2(request.path):
+            # The Open Inference Protocol's shape: "error" is the message (Triton's and KServe's
+            # clients read it as a string); our type and request id ride along as extra fields.
+            return Response(exc.status, headers=headers, payload={
+                "error": exc.message, "type": exc.type, "requestId": request_id})
+        return Response(exc.status, headers=headers, payload={
             "error": {"type": exc.type, "message": exc.message}, "requestId": request_id})
 
 

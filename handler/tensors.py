@@ -22,7 +22,7 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarra
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        return check({specs[0].name: _array(inputs, specs[0])}, specs)
+        return check({specs[0].name: as_array(inputs, specs[0])}, specs)
     if not isinstance(inputs, Mapping):
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
     by_name = {s.name: s for s in specs}
@@ -31,11 +31,11 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarra
         spec = by_name.get(name)
         if spec is None:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
-        arrays[name] = _array(value, spec)
+        arrays[name] = as_array(value, spec)
     return check(arrays, specs)
 
 
-def _array(value: Any, spec: TensorSpec) -> np.ndarray:
+def as_array(value: Any, spec: TensorSpec) -> np.ndarray:
     """JSON nested lists → an array of numpy's inferred dtype (checked by ``_coerce``)."""
     try:
         array = np.asarray(value, dtype=object if spec.datatype == "BYTES" else None)
@@ -84,6 +84,8 @@ def _coerce(array: np.ndarray, spec: TensorSpec) -> np.ndarray:
     kind, want = array.dtype.kind, spec.dtype
     if kind == "f" and want.kind == "f":  # JSON numbers for a float input: the hot path
         return array.astype(want, copy=False)
+    if array.dtype == want and kind != "O":  # already exact (int64 JSON, binary tensors)
+        return array
     if array.size == 0:  # JSON's [] carries no dtype: any empty array fits
         return array.astype(want, copy=False)
     if spec.datatype == "BYTES":

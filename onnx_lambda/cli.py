@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "onnx_lambda.build.commands",  # build-model, inspect
     "onnx_lambda.bench.commands",  # bench, tune, simulate
     "onnx_lambda.deploy_commands",  # warm
+    "onnx_lambda.deploy_config",  # deploy-config
 )
 
 

@@ -36,7 +36,7 @@ def decode(request: Request, model: Model) -> Decoded:
     arrays: dict[str, np.ndarray] = {}
     offset = 0
     for item in header["inputs"]:
-        name, array, used = _input(item, binary, offset)
+        name, array, used = _input(item, binary, offset, model)
         if name in arrays:
             raise InvalidInputError(f"input {name!r} given twice")
         arrays[name], offset = array, offset + used
@@ -112,14 +112,21 @@ def _split(request: Request) -> tuple[Any, bytes]:
         raise BadRequestError(f"malformed JSON inference header: {exc}") from None
 
 
-def _input(item: Any, binary: bytes, offset: int) -> tuple[str, np.ndarray, int]:
+def _input(item: Any, binary: bytes, offset: int, model: Model) -> tuple[str, np.ndarray, int]:
     item = _object(item, "inputs[]")
     name, datatype, shape = item.get("name"), item.get("datatype"), item.get("shape")
     if not isinstance(name, str):
         raise BadRequestError('each input needs a string "name"')
+    spec = model.input_by_name.get(name)
+    if spec is None:
+        raise InvalidInputError(f"unknown input {name!r}; the model takes "
+                                f"{', '.join(s.describe() for s in model.inputs)}")
     if datatype not in DATATYPES:
         raise InvalidInputError(f"input {name!r}: unknown datatype {datatype!r}; one of "
                                 f"{', '.join(DATATYPES)}")
+    if spec.datatype and datatype != spec.datatype:  # Triton refuses it too: no silent cast
+        raise InvalidInputError(f"input {name!r}: expected datatype {spec.datatype}, got "
+                                f"{datatype} ({spec.describe()})")
     if not isinstance(shape, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise InvalidInputError(f"input {name!r}: shape must be a list of non-negative integers")
@@ -132,11 +139,9 @@ def _input(item: Any, binary: bytes, offset: int) -> tuple[str, np.ndarray, int]
                                  shape), size
     if "data" not in item:
         raise InvalidInputError(f"input {name!r}: needs \"data\" or binary_data_size")
-    try:
-        flat = np.asarray(item["data"], dtype=DATATYPES[datatype] if datatype != "BYTES"
-                          else object).reshape(-1)
-    except (ValueError, TypeError, OverflowError):
-        raise InvalidInputError(f"input {name!r}: data is not a list of {datatype}") from None
+    # numpy's own dtype, checked by tensors.check: a value the label's dtype cannot hold
+    # exactly (1.5 or 2**63 for INT64, "1.5" for FP32, 0/1 for BOOL) is refused, never cast
+    flat = tensors.as_array(item["data"], spec).reshape(-1)
     if flat.size != count:
         raise InvalidInputError(f"input {name!r}: shape {shape} needs {count} values, "
                                 f"got {flat.size}")

@@ -99,14 +99,14 @@ def recommend(points: Sequence[SizePoint], strategy: str, *, weight: float = 0.5
     return min(eligible, key=score)
 
 
-def write_samconfig(path: str | Path, memory_mb: int, *, parameter: str = "MemorySize",
+def write_samconfig(path: str | Path, value: int | str, *, parameter: str = "MemorySize",
                     section: str = "default.deploy.parameters") -> bool:
     """Set ``parameter`` in ``parameter_overrides`` of ``[section]`` of a samconfig.toml,
     keeping every other line as it is. Returns whether the file changed."""
     file = Path(path)
     lines = file.read_text(encoding="utf-8").splitlines(keepends=True) if file.exists() else []
     header = f"[{section}]"
-    entry = f'{parameter}=\\"{memory_mb}\\"'
+    entry = f'{parameter}=\\"{value}\\"'
     in_section = False
     for i, line in enumerate(lines):
         stripped = line.strip()

@@ -97,6 +97,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     def ready() -> None:
         print(emulator.banner(), file=sys.stderr)
+        for name, pool in emulator.pools.items():
+            if pool.init_failure is not None:  # shown even with --quiet: nothing will work
+                print(f"onnx-lambda serve: {name}: provisioned concurrency FAILED, init error "
+                      f"{pool.init_failure}\n  every request starts an environment whose init "
+                      "is retried, as on Lambda: the HTTP API answers 500 Internal Server Error, "
+                      "Invoke a FunctionError (Unhandled) carrying the init error",
+                      file=sys.stderr, flush=True)
         print(f"READY {emulator.url}", flush=True)
 
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class FunctionPool:
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
         self._limits: tuple[str, str] | None = None
+        # Why the last provisioned environment failed its init (None: none failed, or one has
+        # initialised since): what Lambda reports as the alias's provisioned concurrency FAILED.
+        self.init_failure: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -211,9 +215,11 @@ class FunctionPool:
         try:
             await env.start()
             await env.wait_ready(self.config.init_timeout_s)
+            self.init_failure = None
         except EnvironmentFailed as failure:
+            self.init_failure = init_failure_reason(failure)
             self._emit(f"[{self.spec.name}] provisioned environment failed to initialise: "
-                       f"{failure.payload.decode(errors='replace')}")
+                       f"{self.init_failure}")
             self._provisioned.discard(env)  # no endless re-provisioning of a broken function
         finally:
             self._release(env)
@@ -236,3 +242,16 @@ class FunctionPool:
                         and now - env.last_used > self.config.idle_timeout_s):
                     self._emit(f"[{self.spec.name}] reaping idle environment {env.id[:8]}")
                     self._discard(env)
+
+
+def init_failure_reason(failure: EnvironmentFailed) -> str:
+    """One line: ``Runtime.InitError: ModelLoadError: <message>`` (the stack trace stays in the
+    function's log, as on Lambda)."""
+    try:
+        document = json.loads(failure.payload)
+        message = str(document.get("errorMessage") or "").strip()
+    except (ValueError, AttributeError):
+        message = failure.payload.decode(errors="replace").strip()
+    kind = failure.error_type
+    reason = f"{kind}: {message}" if message else kind
+    return reason if kind.startswith(("Runtime.", "Sandbox.")) else f"Runtime.InitError: {reason}"

@@ -89,14 +89,16 @@ def test_v2_input_errors(multi: Any, change: dict[str, Any], kind: str) -> None:
     ids = {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": IDS.ravel().tolist()}
     result = infer(multi, json.dumps({"inputs": [{**good, **change}, ids]}))
     assert result["statusCode"] == 400
-    assert json.loads(result["body"])["error"]["type"] == kind
+    answer = json.loads(result["body"])
+    assert isinstance(answer["error"], str) and answer["type"] == kind
+    assert result["headers"]["x-error-type"] == kind
 
 
 def test_missing_input_names_what_is_missing(multi: Any) -> None:
     body = {"inputs": [{"name": "a", "datatype": "FP32", "shape": [2, 3],
                         "data": A.ravel().tolist()}]}
     answer = json.loads(infer(multi, json.dumps(body))["body"])
-    assert "'ids'" in answer["error"]["message"]
+    assert "'ids'" in answer["error"]
 
 
 def test_metadata_and_health(multi: Any) -> None:
@@ -117,3 +119,78 @@ def test_direct_invocation_of_a_v2_request(multi: Any) -> None:
     answer = multi(event, Context())
     assert {o["name"] for o in answer["outputs"]} == {"total", "doubled"}
     assert all("data" in o for o in answer["outputs"])  # JSON only when invoked directly
+
+
+def v2_error(result: dict[str, Any]) -> tuple[int, str, str]:
+    body = json.loads(result["body"])
+    assert set(body) == {"error", "type", "requestId"} and isinstance(body["error"], str)
+    return result["statusCode"], body["type"], body["error"]
+
+
+@pytest.mark.parametrize(("name", "datatype", "expected"), [
+    ("a", "FP64", "FP32"), ("a", "FP16", "FP32"), ("a", "INT64", "FP32"), ("a", "BYTES", "FP32"),
+    ("ids", "INT32", "INT64"), ("ids", "FP32", "INT64"), ("ids", "UINT64", "INT64"),
+])
+@pytest.mark.parametrize("binary", [False, True])
+def test_datatype_labels_are_enforced_as_triton_does(multi: Any, name: str, datatype: str,
+                                                     expected: str, binary: bool) -> None:
+    from handler.model import DATATYPES
+
+    values = {"a": A, "ids": IDS}
+    inputs, chunks = [], []
+    for input_name, value in values.items():
+        label = datatype if input_name == name else ("FP32" if input_name == "a" else "INT64")
+        item: dict[str, Any] = {"name": input_name, "datatype": label, "shape": list(value.shape)}
+        if binary:
+            raw = (value.astype(DATATYPES[label]).tobytes() if label != "BYTES"
+                   else b"".join(struct.pack("<I", 1) + b"1" for _ in value.flat))
+            item["parameters"] = {"binary_data_size": len(raw)}
+            chunks.append(raw)
+        else:
+            item["data"] = (value.astype(DATATYPES[label]).ravel().tolist() if label != "BYTES"
+                            else ["1"] * value.size)
+        inputs.append(item)
+    header = json.dumps({"inputs": inputs}).encode()
+    result = infer(multi, header + b"".join(chunks),
+                   {HEADER_LENGTH: str(len(header))} if binary else None)
+    status, kind, message = v2_error(result)
+    assert (status, kind) == (400, "InvalidInput")
+    assert f"input {name!r}: expected datatype {expected}, got {datatype}" in message
+
+
+@pytest.mark.parametrize(("datatype", "data"), [
+    ("INT64", [1.5, 2, 3, 4]),  # would truncate to 1
+    ("INT64", [2**63, 2, 3, 4]),  # out of range
+    ("INT64", ["1", "2", "3", "4"]),
+    ("INT64", [None, 2, 3, 4]),
+])
+def test_json_data_must_fit_its_datatype_exactly(multi: Any, datatype: str,
+                                                 data: list[Any]) -> None:
+    body = {"inputs": [
+        {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": A.ravel().tolist()},
+        {"name": "ids", "datatype": datatype, "shape": [2, 2], "data": data}]}
+    status, kind, message = v2_error(infer(multi, json.dumps(body)))
+    assert (status, kind) == (400, "InvalidInput") and "'ids'" in message
+
+
+def test_fp32_data_as_strings_is_refused(multi: Any) -> None:
+    body = {"inputs": [
+        {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": ["1.5"] * 6},
+        {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": IDS.ravel().tolist()}]}
+    status, kind, message = v2_error(infer(multi, json.dumps(body)))
+    assert (status, kind) == (400, "InvalidInput") and "a: float32[batch, 3]" in message
+
+
+def test_every_v2_route_error_has_the_protocol_shape(multi: Any) -> None:
+    for method, path in (("GET", "/v2/models/nope"), ("GET", "/v2/models/nope/ready"),
+                         ("POST", "/v2/health/live"), ("GET", "/v2/nothing"),
+                         ("POST", "/v2/models/multi_io/infer")):
+        result = multi(http_event(method, path, "{not json"), Context("r9"))
+        status, kind, message = v2_error(result)
+        assert 400 <= status < 500 and message and result["headers"]["x-error-type"] == kind
+        assert json.loads(result["body"])["requestId"] == "r9"
+
+
+def test_live_answers_live(multi: Any) -> None:
+    result = multi(http_event("GET", "/v2/health/live", ""), Context())
+    assert json.loads(result["body"]) == {"live": True}

@@ -70,3 +70,23 @@ def identity(path: Path, dtype: str, rank: int) -> Path:
     y = helper.make_tensor_value_info("y", ONNX_TYPES[dtype], dims)
     node = helper.make_node("Identity", ["x"], ["y"])
     return _save(helper.make_graph([node], f"identity_{dtype}", [x], [y]), path)
+
+
+def scalar_io(path: Path) -> Path:
+    """x: float32[?], sr: int64[] (a scalar, like an audio model's sample rate) →
+    y: float32[unk__5] = x * sr, sr_out: int64[] = sr, copy: float32[floor(n/32)] = x:
+    rank-0 tensors both ways, and output dims as exporters write them (expressions, generated
+    names) that nothing may validate (``copy`` really has x's length)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["?"])
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["unk__5"])
+    sr_out = helper.make_tensor_value_info("sr_out", TensorProto.INT64, [])
+    copy = helper.make_tensor_value_info("copy", TensorProto.FLOAT, ["floor(n/32)"])
+    nodes = [
+        helper.make_node("Cast", ["sr"], ["sr_float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "sr_float"], ["y"]),
+        helper.make_node("Identity", ["sr"], ["sr_out"]),
+        helper.make_node("Identity", ["x"], ["copy"]),
+    ]
+    graph = helper.make_graph(nodes, "scalar_io", [x, sr], [y, sr_out, copy])
+    return _save(graph, path)

@@ -10,7 +10,8 @@ from tests.support import cfn
 
 STRATEGIES = ("provisioned", "snapstart", "warmer", "none")
 ROUTES = {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
-          ("GET", "/v2/models/{name}"), ("GET", "/v2/health/ready"), ("GET", "/health")}
+          ("GET", "/v2/models/{name}"), ("GET", "/v2/models/{name}/ready"), ("GET", "/v2"),
+          ("GET", "/v2/health/ready"), ("GET", "/v2/health/live"), ("GET", "/health")}
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +79,17 @@ def test_template_events_and_api_definition_list_the_same_routes() -> None:
     paths = source["Resources"]["InferenceApi"]["Properties"]["DefinitionBody"]["paths"]
     from_body = {(m.upper(), p) for p, item in paths.items() for m in item}
     assert from_events == from_body == ROUTES
+
+
+def test_template_routes_are_the_handlers_routes() -> None:
+    """Every handler operation is reachable through the deployed API, and every API route
+    reaches an operation (the /versions/ spellings are the same operations)."""
+    from handler import routes
+
+    reached = {routes.match(method, path.replace("{name}", "m"))[0] for method, path in ROUTES}
+    handled = {op for _, methods in routes.ROUTES for op in methods.values()}
+    assert reached == handled
+    assert len(reached) == len(ROUTES)  # one route per operation, none shadowing another
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

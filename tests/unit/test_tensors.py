@@ -22,3 +22,11 @@ def test_integers_beyond_int64_convert_exactly(row: list[int]) -> None:
 def test_out_of_range_or_fractional_values_are_rejected(row: list[float]) -> None:
     with pytest.raises(InvalidInputError, match="uint64"):
         from_json([row], UINT64)
+
+
+def test_describe_keeps_symbolic_names_and_marks_anonymous_dims() -> None:
+    spec = TensorSpec("x", np.dtype(np.float32), "FP32",
+                      ("batch", None, "", " ? ", -1, 3, "floor(h/32)", "unk__5"))
+    assert spec.describe() == "x: float32[batch, ?, ?, ?, ?, 3, floor(h/32), unk__5]"
+    assert TensorSpec("sr", np.dtype(np.int64), "INT64", ()).describe() == "sr: int64[]"
+    assert TensorSpec("s", np.dtype(object), "BYTES", ("n",)).describe() == "s: string[n]"
