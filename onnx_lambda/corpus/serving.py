@@ -58,13 +58,6 @@ def build(model: CorpusModel, source: Path, folder: Path, example: Path | None =
     return Built(folder, done.returncode, time.perf_counter() - started, done.stderr)
 
 
-def build_as_needed(model: CorpusModel, source: Path, work: Path, feeds: Feeds) -> Built:
-    """The build a user would run: defaults, plus ``--example`` (written from ``feeds``) only
-    where the model needs one."""
-    example = write_example(feeds, work / "example.npz") if model.needs_example else None
-    return build(model, source, work / model.name, example)
-
-
 def reference(source: Path, feeds: Feeds) -> dict[str, Any]:
     """The original file's outputs from onnxruntime's Python API."""
     import onnxruntime as ort

