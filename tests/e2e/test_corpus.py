@@ -133,5 +133,6 @@ def test_an_example_the_model_refuses_is_a_clear_build_error(tmp_path: Path) -> 
     built = serving.build(model, fetch.fetch(model), tmp_path / "out", example, flags)
     assert built.exit_code == NO_EXAMPLE_EXIT, built.log
     assert "Traceback" not in built.log and "--example" in built.log
+    assert "E:onnxruntime" not in built.log  # one message: not onnxruntime's own error log too
     assert "sr=44100" in built.log and "LSTM" in built.log  # the candidate and the failing node
     assert sorted(p.name for p in tmp_path.iterdir()) == ["example.json"]
