@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -44,13 +45,15 @@ class Client:
     def __init__(self, url: str, *, auth: str | Signer | None = None, http2: bool = False,
                  timeout: float = 30.0, retries: int = 3, backoff_s: float = 0.05,
                  backoff_cap_s: float = 2.0, keepalive: bool = True,
-                 verify: bool | str = True, model: str | None = None,
+                 verify: bool | str | ssl.SSLContext = True, model: str | None = None,
                  region: str | None = None) -> None:
         self.url = url.rstrip("/")
         self._sign = signer(auth, self.url, region)
         self.retries, self.backoff_s, self.backoff_cap_s = retries, backoff_s, backoff_cap_s
         self._model = model
         limits = httpx.Limits(max_keepalive_connections=20 if keepalive else 0)
+        if isinstance(verify, str):  # a CA bundle: httpx 0.28 wants it as a context
+            verify = ssl.create_default_context(cafile=verify)
         try:
             self._http = httpx.Client(http2=http2, timeout=timeout, limits=limits,
                                       verify=verify)
