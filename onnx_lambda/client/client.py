@@ -113,8 +113,9 @@ class Client:
             attempt += 1
             try:
                 response, result = self._once(method, url, body, dict(headers or {}), attempt)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
-                if attempt > self.retries:  # the request never left: safe to send again
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as error:
+                # the request never left: safe to send again, unless TLS refused the server
+                if attempt > self.retries or isinstance(error.__context__, ssl.SSLError):
                     raise
                 self._pause(attempt, None)
                 continue
