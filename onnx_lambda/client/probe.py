@@ -24,7 +24,7 @@ from onnx_lambda.client.timing import Timing
 from onnx_lambda.client.wire import DATATYPES
 
 BASELINE = "keep-alive"
-CALLER = ("total", "connect", "write", "wait", "read", "network")
+CALLER = ("total", "connect", "write", "wait", "read", "network", "overhead")
 SERVER = ("queue", "decode", "inference", "encode", "total")
 PERCENTILES = (50.0, 95.0, 99.0)
 

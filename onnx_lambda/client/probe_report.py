@@ -57,12 +57,9 @@ def plot(report: dict[str, Any], path: Path) -> Path:
         ax.set_title(f"{name} ({', '.join(v['protocol'])})", fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel("ms, warm requests")
-    handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=len(SEGMENTS), fontsize=8,
-               frameon=False)
+    axes[0][0].legend(loc="upper left", fontsize=7)
     fig.suptitle(f"probe {report['url']} ({report['model']}): where the caller's time goes "
                  f"(baseline {BASELINE})", fontsize=10)
-    fig.subplots_adjust(bottom=0.18)
     return _save(fig, plt, path)
 
 

@@ -2,8 +2,10 @@
 events, the server's ``Server-Timing`` stages, and the network leg that is neither.
 
 ``network = total - server total - queue``: what the caller waited for that the function did
-not spend (wire, TLS records, API Gateway, Lambda's own hand-offs). Behind the local emulator
-it is loopback plus the emulator's API Gateway and runtime hand-offs.
+not spend (wire, TLS records, API Gateway, Lambda's own hand-offs, and the client library's
+own bookkeeping, reported alone as ``overhead``). Behind the local emulator it is loopback plus
+the emulator's API Gateway and runtime hand-offs. Clamped at 0: API Gateway's request time
+has millisecond resolution, so the server's queue figure can overshoot by up to 1 ms.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Timing(NamedTuple):
     read: float
     server: dict[str, float]  # every Server-Timing stage with a duration
     network: float | None  # None when the answer carried no Server-Timing (not the function's)
+    overhead: float  # the client library's own time around the exchange (inside network)
     cold: bool
     new_connection: bool
     protocol: str
@@ -88,6 +91,8 @@ def timing(trace: Trace, total_ms: float, headers: Any, *, protocol: str, attemp
     network = None
     if "total" in server:
         network = max(0.0, total_ms - server["total"] - server.get("queue", 0.0))
+    overhead = max(0.0, total_ms - connect - write - wait - read)
     return Timing(total=total_ms, connect=connect, write=write, wait=wait, read=read,
-                  server=server, network=network, cold=cold, new_connection=new,
+                  server=server, network=network, overhead=overhead, cold=cold,
+                  new_connection=new,
                   protocol=protocol, attempts=attempts, sent_bytes=sent, received_bytes=received)
