@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -22,9 +23,9 @@ FEEDS = {"a": np.array([[1.0, 2.0, 3.5], [0.5, 0.25, 4.0]], dtype=np.float32),
          "ids": np.array([[1, 2], [3, -4]], dtype=np.int64)}
 
 
-def serve(model: Path, **options: object) -> Emulator:
+def serve(model: Path, **options: Any) -> Emulator:
     return Emulator(ROOT / "template.yaml", port=0, log=None,
-                    parameter_overrides={"ModelPath": str(model)}, **options)  # type: ignore[arg-type]
+                    parameter_overrides={"ModelPath": str(model)}, **options)
 
 
 @pytest.fixture(scope="module")
@@ -100,25 +101,29 @@ def test_our_4xx_is_raised_once_never_retried(served: Emulator) -> None:
 
 def test_predict_json_answer(served: Emulator, model: Path) -> None:
     with Client(served.url) as client:
-        result = client.predict({k: v.tolist() for k, v in FEEDS.items()})
-    assert isinstance(result.outputs, dict) and result.request_id
+        result = client.predict(FEEDS)  # arrays inside a mapping go as JSON lists
+    for name, array in expected(model).items():
+        np.testing.assert_array_equal(np.array(result.outputs["outputs"][name]), array)
+    assert result.request_id
 
 
 @pytest.fixture(scope="module")
-def single(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+def linear(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return models.linear(tmp_path_factory.mktemp("linear") / "linear.onnx")
+
+
+@pytest.fixture(scope="module")
+def single(linear: Path) -> Iterator[Emulator]:
     """One environment at most and none provisioned: a second caller is throttled."""
-    path = models.linear(tmp_path_factory.mktemp("linear") / "linear.onnx")
-    with serve(path, concurrency=1, provisioned=0).running() as emulator:
-        emulator.model_path = path  # type: ignore[attr-defined]
+    with serve(linear, concurrency=1, provisioned=0).running() as emulator:
         yield emulator
 
 
-def test_predict_npy_round_trip(single: Emulator) -> None:
+def test_predict_npy_round_trip(single: Emulator, linear: Path) -> None:
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     with Client(single.url) as client:
         result = client.predict(x)
-    session = ort.InferenceSession(str(single.model_path),  # type: ignore[attr-defined]
-                                   providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(linear), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(result.outputs, session.run(None, {"x": x})[0], rtol=1e-6)
 
 
