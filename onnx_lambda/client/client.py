@@ -115,7 +115,7 @@ class Client:
                 response, result = self._once(method, url, body, dict(headers or {}), attempt)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as error:
                 # the request never left: safe to send again, unless TLS refused the server
-                if attempt > self.retries or isinstance(error.__context__, ssl.SSLError):
+                if attempt > self.retries or _tls_refused(error):
                     raise
                 self._pause(attempt, None)
                 continue
@@ -149,6 +149,17 @@ class Client:
         if retry_after and retry_after.isdigit():
             delay = max(delay, min(float(retry_after), self.backoff_cap_s))
         time.sleep(delay)
+
+
+def _tls_refused(error: BaseException) -> bool:
+    """A certificate or handshake failure somewhere down the chain (httpx wraps httpcore's
+    error, which wraps ssl's): sending again would fail the same way."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _jsonable(value: Any) -> Any:

@@ -37,9 +37,6 @@ class Timing(NamedTuple):
     sent_bytes: int
     received_bytes: int
 
-    def as_dict(self) -> dict[str, Any]:
-        return self._asdict()
-
 
 def parse_server_timing(header: str | None) -> tuple[dict[str, float], bool]:
     """``name;dur=1.2;desc="..."`` entries → ({name: ms}, cold)."""

@@ -44,9 +44,13 @@ def test_https_with_the_emulator_certificate(tls: Emulator) -> None:
         assert timing.protocol == "HTTP/1.1"  # ALPN: the emulator offers http/1.1 only
 
 
-def test_untrusted_certificate_fails_at_once(tls: Emulator) -> None:
+def test_untrusted_certificate_fails_at_once(tls: Emulator,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    pauses: list[int] = []  # a retry would back off first
+    monkeypatch.setattr(Client, "_pause", lambda _self, attempt, _after: pauses.append(attempt))
     with Client(tls.url, retries=3, model="linear") as client, pytest.raises(httpx.ConnectError):
         client.infer(X)
+    assert pauses == []
 
 
 def test_sigv4_signed_call_goes_through(tls: Emulator) -> None:
