@@ -67,3 +67,15 @@ def test_v2_tensors_round_trip(binary: bool) -> None:
         else:
             assert got.dtype == array.dtype
         np.testing.assert_array_equal(got, array)
+
+
+def test_probe_example_inputs_from_v2_metadata() -> None:
+    from onnx_lambda.client.probe import example_inputs
+
+    meta = {"inputs": [{"name": "ids", "datatype": "INT64", "shape": [-1, -1]},
+                       {"name": "x", "datatype": "FP32", "shape": [3, -1, 2]}]}
+    arrays = example_inputs(meta, dim=16, batch=2)
+    assert arrays["ids"].shape == (2, 16) and arrays["ids"].dtype == np.int64
+    assert arrays["x"].shape == (3, 16, 2) and arrays["x"].dtype == np.float32
+    with pytest.raises(ValueError, match="--input"):
+        example_inputs({"inputs": [{"name": "s", "datatype": "BYTES", "shape": [1]}]}, 1)
