@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "onnx_lambda.bench.commands",  # bench, tune, simulate
     "onnx_lambda.deploy_commands",  # warm
     "onnx_lambda.deploy_config",  # deploy-config
+    "onnx_lambda.client.commands",  # probe
 )
 
 

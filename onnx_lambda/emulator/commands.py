@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="reap on-demand environments idle this long (default: 600)")
     serve.add_argument("--init-timeout", type=float, default=10.0, metavar="S",
                        help="init phase limit of an environment (default: 10, as Lambda)")
+    serve.add_argument("--tls", action="store_true",
+                       help="HTTPS on the HTTP front and Function URLs, with a self-signed "
+                            "certificate made at start (its path is in the banner)")
     serve.add_argument("--quiet", "-q", action="store_true",
                        help="don't print function logs and REPORT lines")
     serve.set_defaults(func=_serve)
@@ -90,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
                             concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
-                            init_timeout_s=args.init_timeout,
+                            init_timeout_s=args.init_timeout, tls=args.tls,
                             log=None if args.quiet else _print_err, **_emulator_kwargs(args))
     except (TemplateError, OSError, ValueError) as error:
         return _fail("serve", error)

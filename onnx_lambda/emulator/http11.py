@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
 from http import HTTPStatus
 
@@ -68,10 +69,10 @@ class HttpServer:
         self._sweeper: asyncio.Task[None] | None = None
         self.port = 0
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen on ``host:port`` (0: any free port); returns the port."""
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+        """Listen on ``host:port`` (0: any free port), over TLS with ``tls``; returns the port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: Connection(self), host, port)
+        self._server = await loop.create_server(lambda: Connection(self), host, port, ssl=tls)
         self.port = int(self._server.sockets[0].getsockname()[1])
         self._sweeper = loop.create_task(self._sweep())
         return self.port

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shutil
 import signal
+import ssl
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
@@ -53,7 +55,7 @@ class Emulator:
                  provisioned: int | None = None, concurrency: int = 4,
                  idle_timeout_s: float = 600.0, init_timeout_s: float = 10.0,
                  cpu_limit: str = "auto", enforce_memory: bool = True,
-                 http_limits: ServerLimits | None = None,
+                 http_limits: ServerLimits | None = None, tls: bool = False,
                  log: Callable[[str], None] | None = _stderr) -> None:
         spec = template if isinstance(template, TemplateSpec) else load_template(
             template, parameter_overrides)
@@ -70,6 +72,9 @@ class Emulator:
                                  init_timeout_s=init_timeout_s, enforce_memory=enforce_memory)
         self._cpu_mode = cpu_limit
         self._http_limits = http_limits or ServerLimits()  # API Gateway's, by default
+        self.tls = tls  # the HTTP front and Function URLs over HTTPS (self-signed, made at start)
+        self.tls_cert: Path | None = None
+        self._tls_context: ssl.SSLContext | None = None
         self.pools: dict[str, FunctionPool] = {}
         self.function_urls: dict[str, str] = {}
         self._servers: list[HttpServer] = []
@@ -79,12 +84,20 @@ class Emulator:
     # -- asyncio API -------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self._scheme}://{self.host}:{self.port}"
+
+    @property
+    def _scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     async def start(self) -> None:
         """Start the servers and initialise provisioned environments."""
         self._loop = asyncio.get_running_loop()
         self._cpu = CpuLimiter(self._cpu_mode)
+        if self.tls and self._tls_context is None:
+            from onnx_lambda.emulator.tls import self_signed  # only with --tls
+
+            self._tls_context, self.tls_cert = self_signed(self.host)
         shared = dict(self._env_vars.get("Parameters") or {})
         for name, spec in self.functions.items():
             overrides = {**shared, **(self._env_vars.get(name) or {})}
@@ -104,7 +117,7 @@ class Emulator:
             if spec.function_url:
                 port = await self._listen(function_url_handler(name, self._invoke_alias),
                                           requested + 1 + index if requested else 0)
-                self.function_urls[name] = f"http://{self.host}:{port}"
+                self.function_urls[name] = f"{self._scheme}://{self.host}:{port}"
         await asyncio.gather(*(pool.start() for pool in self.pools.values()))
 
     async def stop(self) -> None:
@@ -115,6 +128,9 @@ class Emulator:
         self._servers.clear()
         if self._cpu is not None:
             self._cpu.close()
+        if self.tls_cert is not None:  # the self-signed pair lives as long as the servers
+            shutil.rmtree(self.tls_cert.parent, ignore_errors=True)
+            self.tls_cert = self._tls_context = None
 
     async def invoke(self, function: str, payload: bytes | Any = b"{}",
                      qualifier: str | None = None) -> InvokeResult:
@@ -131,6 +147,9 @@ class Emulator:
 
     def banner(self) -> str:
         lines = [f"onnx-lambda emulator on {self.url}"]
+        if self.tls_cert is not None:
+            lines.append(f"  TLS: self-signed certificate {self.tls_cert} (HTTP/1.1; "
+                         "curl --cacert, Client(url, verify=...))")
         for name, pool in self.pools.items():
             spec = pool.spec
             cpu, memory = pool.describe_limits()
@@ -156,7 +175,7 @@ class Emulator:
         # an invocation runs to its end when its client goes away, as in Lambda
         server = HttpServer(handler, limits=self._http_limits, refusal=refusal,
                             cancel_on_disconnect=False)
-        port = await server.start(self.host, port)
+        port = await server.start(self.host, port, self._tls_context)
         self._servers.append(server)
         return port
 
