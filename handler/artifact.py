@@ -51,6 +51,13 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
     chosen, warning = manifest.model, ""
     optimized = manifest.optimization != "none" or chosen.endswith(".ort")
     if optimized and manifest.onnxruntime != ort_version:
+        if not (folder / manifest.portable).is_file():
+            raise ModelLoadError(
+                f"{folder}: {manifest.model} was optimized for onnxruntime "
+                f"{manifest.onnxruntime}, this is {ort_version}, and the portable "
+                f"{manifest.portable} was not shipped (packaging keeps it only when the "
+                "versions can differ): rebuild with `onnx-lambda build-model` under this "
+                "onnxruntime, or ship the portable file")
         warning = (f"model {manifest.name} was optimized for onnxruntime {manifest.onnxruntime}, "
                    f"this is {ort_version}: loading the portable {manifest.portable}")
         chosen, optimized = manifest.portable, False
@@ -58,8 +65,11 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
     if not path.is_file():
         raise ModelLoadError(f"{folder}: the manifest names {chosen}, which is missing")
     if verify:
+        # The model file not chosen may be left out by packaging (one model file per artifact).
+        unused = {manifest.model, manifest.portable} - {chosen}
         for name, expected in manifest.files.items():
-            _check_sha256(folder / name, expected)
+            if name not in unused or (folder / name).exists():
+                _check_sha256(folder / name, expected)
     return Artifact(path, manifest, optimized, warning)
 
 

@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Build and measure the runtime dependencies (numpy + onnxruntime) for Lambda, without Docker.
+"""Build and measure the runtime dependencies (ONNX Runtime's C library) for Lambda, without Docker.
 
-    build_layer.py layer --arch x86_64 --out DIR [--zip FILE]   the layer (DIR/python/...)
-    build_layer.py image-size [--arch x86_64] [--budget-mb N]   what the image adds
-    build_layer.py prune DIR                                     prune an installed tree
+    build_layer.py layer --arch x86_64 --out DIR [--zip FILE] [--extra FILE]   the layer
+    build_layer.py image-size [--arch x86_64] [--model DIR] [--budget-mb N] [--extra FILE]
+    build_layer.py prune DIR                   prune an installed tree
+    build_layer.py prune-model DIR             drop the portable copy the runtime cannot load
 
 `layers/requirements.txt` is the single source of what is installed; the Dockerfile runs the
-same `prune`. Wheels are the manylinux ones for the Lambda runtime's Python and architecture,
-installed with `--no-deps`: at runtime onnxruntime needs only numpy (its declared flatbuffers,
-packaging and protobuf serve its offline tools, which are pruned). Standard library only, so
-`sam build` can run it with any Python 3.
+same `prune` and `prune-model`. Wheels are the manylinux ones for the Lambda runtime's Python and
+architecture, installed with `--no-deps`. The handler loads `onnxruntime/capi/libonnxruntime.so.*`
+through ctypes (handler/ort/capi.py) and nothing else of the wheel: its Python binding, Python
+files and offline tools are pruned, and numpy (which only the binding needs) is not installed.
+`--extra` adds a pipeline's own needs by file name in layers/: `requirements-text.txt`
+(tokenizers, for text-embedding), `requirements-numpy.txt` (a user pipeline that imports numpy).
+Standard library only, so `sam build` can run it with any Python 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -24,34 +29,35 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIREMENTS = ROOT / "layers" / "requirements.txt"
+LAYERS = Path(__file__).resolve().parent
+REQUIREMENTS = LAYERS / "requirements.txt"
 LAMBDA_PYTHON = "3.12"
 MB = 1024 * 1024
 # Lambda: function + all its layers, unzipped, at most 250 MB.
 LAYER_LIMIT_BYTES = 250 * MB
-# What the image adds (dependencies + model + code): pruned numpy + onnxruntime measure
-# 114 MB on x86_64 (98 MB arm64); 150 MB leaves room for a small model and catches an unpruned
-# or accidental dependency (onnxruntime's offline tools, numpy's tests and headers: ~13 MB).
-IMAGE_BUDGET_MB = 150
+# What the image adds for a small model (design.md's budget): the pruned C library is ~35 MB
+# (x86_64); 45 MB catches the binding or numpy slipping back in (each over 30 MB).
+IMAGE_BUDGET_MB = 45
 # Manylinux tags the Lambda Python 3.12+ runtime (Amazon Linux 2023, glibc 2.34) can load.
 PLATFORMS = ("manylinux2014_{arch}", "manylinux_2_28_{arch}")
 ARCH_ALIASES = {"x86_64": "x86_64", "arm64": "aarch64"}
+# Of the handler package, what only the image build or the warmer function use.
+NOT_SHIPPED_CODE = ("Dockerfile", "warmer.py")
 
-# Not needed to import numpy and run an InferenceSession.
+# Not needed to import numpy (installed only on request, for a user pipeline).
 PRUNED_DIRS = (
     "bin",
     "numpy/_core/include",
     "numpy/_core/lib",
     "numpy/f2py",
     "numpy/_pyinstaller",
-    "onnxruntime/backend",
-    "onnxruntime/datasets",
-    "onnxruntime/quantization",
-    "onnxruntime/tools",
-    "onnxruntime/transformers",
 )
 PRUNED_DIR_NAMES = ("tests", "__pycache__")
 PRUNED_SUFFIXES = (".pyi", ".pxd", ".h", ".c", ".cpp", ".a")
+# Of the onnxruntime package only the C library stays (what handler/ort/capi.py loads); its
+# dist-info (licence, version) stays beside it.
+ORT_PACKAGE = "onnxruntime"
+ORT_LIBRARY = ("capi", "libonnxruntime.so")
 
 
 def tree_size(root: Path) -> int:
@@ -59,10 +65,19 @@ def tree_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def _is_ort_library(path: Path, package: Path) -> bool:
+    rel = path.relative_to(package).parts
+    return len(rel) == 2 and rel[0] == ORT_LIBRARY[0] and rel[1].startswith(ORT_LIBRARY[1])
+
+
 def _prunable(root: Path) -> Iterator[Path]:
     for rel in PRUNED_DIRS:
         if (root / rel).is_dir():
             yield root / rel
+    package = root / ORT_PACKAGE
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and not _is_ort_library(path, package):
+            yield path
     for path in sorted(root.rglob("*")):
         pruned_dir = path.is_dir() and path.name in PRUNED_DIR_NAMES
         pruned_file = path.is_file() and path.suffix in PRUNED_SUFFIXES
@@ -71,7 +86,8 @@ def _prunable(root: Path) -> Iterator[Path]:
 
 
 def prune(root: Path) -> int:
-    """Delete tests, headers, stubs, caches and onnxruntime's offline tools; return bytes freed."""
+    """Delete onnxruntime's binding and Python files (all but its C library), tests, headers,
+    stubs and caches; return bytes freed."""
     freed = 0
     for path in list(_prunable(root)):
         if not path.exists():  # inside a directory removed earlier
@@ -82,22 +98,62 @@ def prune(root: Path) -> int:
         else:
             freed += path.stat().st_size
             path.unlink()
+    package = root / ORT_PACKAGE
+    for folder in sorted(package.rglob("*"), reverse=True):  # deepest first
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
     return freed
 
 
-def pip_command(target: Path, arch: str, python_version: str = LAMBDA_PYTHON) -> list[str]:
+def pinned_version(requirements: Path, name: str = ORT_PACKAGE) -> str:
+    """The ``name==VERSION`` pin in a requirements file."""
+    for line in requirements.read_text().splitlines():
+        requirement = line.split("#")[0].strip()
+        if requirement.partition("==")[0].strip().lower() == name:
+            return requirement.partition("==")[2].strip()
+    raise SystemExit(f"{requirements}: no {name}==VERSION pin")
+
+
+def prune_model(folder: Path, ort_version: str) -> int:
+    """Delete the portable copy when the runtime can never fall back to it: the manifest's
+    model was made for ``ort_version``, the version the package pins (handler/artifact.py falls
+    back only on a mismatch). Returns bytes freed."""
+    manifest = json.loads((folder / "model.json").read_text())
+    model = manifest["model"]
+    portable = manifest.get("portable", model)
+    if portable == model or manifest.get("onnxruntime") != ort_version:
+        return 0
+    path = folder / portable
+    if not path.is_file():
+        return 0
+    size = path.stat().st_size
+    path.unlink()
+    return size
+
+
+def requirement_files(extra: list[str]) -> list[Path]:
+    files = [REQUIREMENTS, *(LAYERS / name for name in extra)]
+    for path in files:
+        if not path.is_file():
+            raise SystemExit(f"no requirements file {path}")
+    return files
+
+
+def pip_command(target: Path, arch: str, python_version: str = LAMBDA_PYTHON,
+                extra: tuple[str, ...] = ()) -> list[str]:
     machine = ARCH_ALIASES[arch]
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
                "--no-cache-dir", "--only-binary=:all:", "--implementation", "cp",
-               "--python-version", python_version, "--target", str(target),
-               "-r", str(REQUIREMENTS)]
+               "--python-version", python_version, "--target", str(target)]
+    for path in requirement_files(list(extra)):
+        command += ["-r", str(path)]
     for platform in PLATFORMS:
         command += ["--platform", platform.format(arch=machine)]
     return command
 
 
-def install(target: Path, arch: str) -> None:
-    subprocess.run(pip_command(target, arch), check=True)
+def install(target: Path, arch: str, extra: tuple[str, ...] = ()) -> None:
+    subprocess.run(pip_command(target, arch, extra=extra), check=True)
 
 
 def check_layer_size(size: int) -> None:
@@ -105,9 +161,9 @@ def check_layer_size(size: int) -> None:
         raise SystemExit(f"layer is {size / MB:.1f} MB unzipped, over Lambda's 250 MB limit")
 
 
-def build_layer(out: Path, arch: str, zip_path: Path | None) -> int:
+def build_layer(out: Path, arch: str, zip_path: Path | None, extra: tuple[str, ...] = ()) -> int:
     site = out / "python"
-    install(site, arch)
+    install(site, arch, extra)
     prune(site)
     size = tree_size(out)
     check_layer_size(size)
@@ -119,44 +175,75 @@ def build_layer(out: Path, arch: str, zip_path: Path | None) -> int:
     return size
 
 
-def image_report(arch: str, model: Path, code: Path) -> dict[str, int]:
-    """Bytes the image adds over its base: pruned dependencies, the model, the handler code."""
+def assemble_task_root(root: Path, arch: str, model: Path, code: Path,
+                       extra: tuple[str, ...] = ()) -> None:
+    """The image's ``LAMBDA_TASK_ROOT`` as handler/Dockerfile builds it: pruned dependencies,
+    the handler package, the model with ``prune-model`` applied, all byte-compiled."""
+    install(root, arch, extra)
+    prune(root)
+    shutil.copytree(code, root / code.name,
+                    ignore=shutil.ignore_patterns("__pycache__", *NOT_SHIPPED_CODE))
+    shipped_model = root / "models" / model.name
+    shutil.copytree(model, shipped_model)
+    prune_model(shipped_model, pinned_version(REQUIREMENTS))
+    # The Dockerfile's compileall (bytecode of this interpreter: within a few % of 3.12's).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], check=True)
+
+
+def image_report(arch: str, model: Path, code: Path,
+                 extra: tuple[str, ...] = ()) -> dict[str, int]:
+    """Bytes the image adds over its base, from the assembled task root (``du -sb`` of it
+    differs only by the directories' own entries): dependencies, model, code, total."""
     with tempfile.TemporaryDirectory() as tmp:
-        install(Path(tmp), arch)
-        prune(Path(tmp))
-        dependencies = tree_size(Path(tmp))
-    code_size = sum(p.stat().st_size for p in code.rglob("*.py"))
-    sizes = {"dependencies": dependencies, "model": tree_size(model), "code": code_size}
-    return {**sizes, "total": sum(sizes.values())}
+        root = Path(tmp)
+        assemble_task_root(root, arch, model, code, extra)
+        total = tree_size(root)
+        sizes = {"model": tree_size(root / "models"), "code": tree_size(root / code.name)}
+    return {"dependencies": total - sum(sizes.values()), **sizes, "total": total}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    extra_help = "a pipeline's extra requirements file in layers/ (repeatable)"
     layer = sub.add_parser("layer", help="build the layer into OUT/python")
     layer.add_argument("--arch", choices=sorted(ARCH_ALIASES), default="x86_64")
     layer.add_argument("--out", type=Path, required=True)
     layer.add_argument("--zip", type=Path, help="also write the layer zip here")
+    layer.add_argument("--extra", action="append", default=[], help=extra_help)
     image = sub.add_parser("image-size", help="measure what the image adds; fail over budget")
     image.add_argument("--arch", choices=sorted(ARCH_ALIASES), default="x86_64")
     image.add_argument("--model", type=Path, default=ROOT / "models" / "digits")
     image.add_argument("--budget-mb", type=float, default=IMAGE_BUDGET_MB)
+    image.add_argument("--extra", action="append", default=[], help=extra_help)
     pruner = sub.add_parser("prune", help="prune an installed site-packages tree")
     pruner.add_argument("root", type=Path)
+    model_pruner = sub.add_parser("prune-model", help="drop a model folder's unusable copy")
+    model_pruner.add_argument("folder", type=Path)
+    model_pruner.add_argument("--requirements", type=Path, default=REQUIREMENTS,
+                              help="where onnxruntime's pin is read")
     args = parser.parse_args(argv)
 
     if args.command == "layer":
-        size = build_layer(args.out, args.arch, args.zip)
+        size = build_layer(args.out, args.arch, args.zip, tuple(args.extra))
         print(f"layer ({args.arch}): {size / MB:.1f} MB unzipped (limit 250 MB)")
     elif args.command == "image-size":
         if not args.model.is_dir():
             parser.error(f"no model folder at {args.model}: run `onnx-lambda build-model` first")
-        report = image_report(args.arch, args.model, ROOT / "handler")
+        report = image_report(args.arch, args.model, ROOT / "handler", tuple(args.extra))
         for name, size in report.items():
             print(f"{name:>12}: {size / MB:8.1f} MB")
+        status = 0
         if report["total"] > args.budget_mb * MB:
             print(f"over the {args.budget_mb:g} MB budget", file=sys.stderr)
-            return 1
+            status = 1
+        if report["total"] > LAYER_LIMIT_BYTES:  # the same tree as zip function + layer
+            print("over Lambda's 250 MB limit for a zip function and its layers", file=sys.stderr)
+            status = 1
+        return status
+    elif args.command == "prune-model":
+        freed = prune_model(args.folder, pinned_version(args.requirements))
+        print(f"pruned {freed / MB:.1f} MB from {args.folder}")
     else:
         print(f"pruned {prune(args.root) / MB:.1f} MB from {args.root}")
     return 0
