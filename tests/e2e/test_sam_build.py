@@ -37,10 +37,10 @@ def test_warmer_artifact_holds_only_its_module(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_layer_artifact_is_pruned_numpy_and_onnxruntime(tmp_path: Path) -> None:
+def test_layer_artifact_is_onnxruntimes_c_library_only(tmp_path: Path) -> None:
     site = sam_build("RuntimeLayer", tmp_path) / "python"
-    assert {p.name for p in site.iterdir() if not p.name.endswith((".dist-info", ".libs"))} == {
-        "numpy", "onnxruntime"}
-    assert not (site / "onnxruntime" / "tools").exists()
-    assert not list(site.rglob("tests"))
-    assert list((site / "onnxruntime" / "capi").glob("onnxruntime_pybind11_state*.so"))
+    assert {p.name for p in site.iterdir() if not p.name.endswith(".dist-info")} == {
+        "onnxruntime"}  # no numpy: only the binding needed it
+    (library,) = [p.relative_to(site) for p in (site / "onnxruntime").rglob("*") if p.is_file()]
+    assert library.parent == Path("onnxruntime/capi")
+    assert library.name.startswith("libonnxruntime.so.")  # what handler/ort/capi.py loads

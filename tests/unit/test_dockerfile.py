@@ -43,18 +43,31 @@ def test_every_stage_is_the_aws_lambda_python_312_base_image(parsed: DockerfileP
 def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfileParser) -> None:
     deps = stages(parsed)[0]
     copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
-    assert ["layers/requirements.txt", "layers/requirements-text.txt", "layers/build_layer.py",
-            "/build/"] in copies
-    (run,) = [i["value"] for i in deps if i["instruction"] == "RUN"]
+    assert ["layers/requirements.txt", "layers/requirements-text.txt",
+            "layers/requirements-numpy.txt", "layers/build_layer.py", "/build/"] in copies
+    run = next(i["value"] for i in deps if i["instruction"] == "RUN")
     steps = [shlex.split(step) for step in run.split("&&")]
     pip = next(step for step in steps if step[:2] == ["pip", "install"])
     assert pip[pip.index("-r") + 1] == "/build/requirements.txt"
     assert {"--no-cache-dir", "--no-deps", "--only-binary=:all:"} <= set(pip)
     # a pipeline's extra requirements only when asked for (shell expansion of the build arg)
-    assert "${EXTRA_REQUIREMENTS:+-r" in pip
     assert any(i["instruction"] == "ARG" and i["value"] == "EXTRA_REQUIREMENTS=" for i in deps)
     assert ["python", "/build/build_layer.py", "prune", "/deps"] in steps
     assert any(step[:3] == ["python", "-m", "compileall"] for step in steps)
+
+
+def test_only_the_manifests_chosen_model_file_reaches_the_image(
+        parsed: DockerfileParser) -> None:
+    deps, final = stages(parsed)
+    assert ["models/${MODEL}/", "/model/"] in [shlex.split(i["value"]) for i in deps
+                                               if i["instruction"] == "COPY"]
+    runs = [shlex.split(i["value"]) for i in deps if i["instruction"] == "RUN"]
+    assert ["python", "/build/build_layer.py", "prune-model", "/model",
+            "--requirements", "/build/requirements.txt"] in runs
+    # the final stage takes the pruned folder, never the build context's models/ (both files)
+    copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
+    assert ["--from=deps", "/model/", "${LAMBDA_TASK_ROOT}/models/${MODEL}/"] in copies
+    assert not any(args[0].startswith("models/") for args in copies)
 
 
 def test_final_stage_copies_code_and_model_and_runs_the_handler(parsed: DockerfileParser) -> None:
@@ -62,9 +75,11 @@ def test_final_stage_copies_code_and_model_and_runs_the_handler(parsed: Dockerfi
     copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
     assert ["--from=deps", "/deps", "${LAMBDA_TASK_ROOT}"] in copies
     assert ["handler/", "${LAMBDA_TASK_ROOT}/handler/"] in copies
-    assert ["models/${MODEL}/", "${LAMBDA_TASK_ROOT}/models/${MODEL}/"] in copies
     assert any("compileall" in i["value"] for i in final if i["instruction"] == "RUN")
     assert json.loads(instructions(parsed, "CMD")[-1]) == ["handler.app.handler"]
+    # MODEL is declared once (deploy-config edits that line) and imported by both stages
+    assert all("ARG" in [i["instruction"] for i in stage if i["value"] == "MODEL"]
+               for stage in stages(parsed))
 
 
 def test_model_build_arg_matches_the_template(parsed: DockerfileParser) -> None:
@@ -101,9 +116,10 @@ def test_dockerignore_lets_every_copied_source_into_the_context(
 
 
 def test_requirements_are_pinned_and_feed_pyproject() -> None:
-    lines = [line.strip() for line in (cfn.ROOT / "layers" / "requirements.txt").read_text()
-             .splitlines() if line.strip() and not line.startswith("#")]
-    names = {line.split("==")[0] for line in lines}
-    assert names == {"numpy", "onnxruntime"}
-    assert all("==" in line for line in lines)
-    assert 'file = ["layers/requirements.txt"]' in Path(cfn.ROOT / "pyproject.toml").read_text()
+    for name in ("requirements.txt", "requirements-numpy.txt", "requirements-text.txt"):
+        lines = [line.strip() for line in (cfn.ROOT / "layers" / name).read_text()
+                 .splitlines() if line.strip() and not line.startswith("#")]
+        assert lines and all("==" in line for line in lines)
+    # the tooling installs the runtime pin plus numpy (which the handler no longer needs)
+    assert ('file = ["layers/requirements.txt", "layers/requirements-numpy.txt"]'
+            in Path(cfn.ROOT / "pyproject.toml").read_text())

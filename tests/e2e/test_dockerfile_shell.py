@@ -1,0 +1,34 @@
+"""handler/Dockerfile's shell: EXTRA_REQUIREMENTS expands, in a real `sh`, to one `-r` per file."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+from tests.support import cfn
+from tests.unit.test_dockerfile import DOCKERFILE, stages
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize(("extra", "files"), [
+    ("", []),
+    ("requirements-text.txt", ["requirements-text.txt"]),
+    ("requirements-text.txt requirements-numpy.txt",
+     ["requirements-text.txt", "requirements-numpy.txt"]),
+])
+def test_extra_requirements_expand_to_one_requirements_file_each(
+        extra: str, files: list[str]) -> None:
+    parsed = DockerfileParser(path=str(DOCKERFILE))
+    run = next(i["value"] for i in stages(parsed)[0] if i["instruction"] == "RUN")
+    pip_line = run.split("&&")[0].replace("pip install", "printf '%s\\n'", 1)
+    shown = subprocess.run(["sh", "-c", pip_line], env={"EXTRA_REQUIREMENTS": extra},
+                           capture_output=True, text=True, check=True).stdout.split()
+    requirement_files = [shown[i + 1] for i, arg in enumerate(shown) if arg == "-r"]
+    assert requirement_files == ["/build/requirements.txt", *(f"/build/{f}" for f in files)]
+    for name in files:
+        assert (cfn.ROOT / "layers" / name).is_file()
+
+
