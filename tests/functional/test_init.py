@@ -96,6 +96,42 @@ def test_manifest_for_another_onnxruntime_falls_back_to_portable(
     assert service.model.graph_optimization == "basic"
 
 
+def packaged_folder(tmp_path: Path, model_dir: Path, **overrides: Any) -> Path:
+    """An artifact as the image and the zip ship it: the optimized file only, the manifest
+    still naming (and hashing) the portable copy that packaging left out."""
+    digest = sha256(model_dir / "linear.onnx")
+    folder = make_folder(tmp_path, model_dir, model="model.opt.onnx", optimization="extended",
+                         files={"model.onnx": digest, "model.opt.onnx": digest}, **overrides)
+    (folder / "model.onnx").rename(folder / "model.opt.onnx")
+    return folder
+
+
+def test_packaged_artifact_without_its_portable_copy_loads_and_verifies(
+        tmp_path: Path, model_dir: Path) -> None:
+    service = service_for(packaged_folder(tmp_path, model_dir), verify="always")
+    assert service.model.artifact.path.name == "model.opt.onnx"
+    assert service.model.artifact.warning == ""
+    assert service.model.graph_optimization == "disable"
+
+
+def test_packaged_artifact_for_another_onnxruntime_without_portable_fails_clearly(
+        tmp_path: Path, model_dir: Path) -> None:
+    folder = packaged_folder(tmp_path, model_dir, onnxruntime="0.0.1")
+    with pytest.raises(ModelLoadError, match=r"optimized for onnxruntime 0\.0\.1, this is "
+                       r".*the portable model\.onnx was not shipped"):
+        service_for(folder)
+
+
+def test_verify_still_requires_every_other_listed_file(tmp_path: Path, model_dir: Path) -> None:
+    digest = sha256(model_dir / "linear.onnx")
+    folder = packaged_folder(tmp_path, model_dir)
+    manifest = json.loads((folder / "model.json").read_text())
+    manifest["files"]["tokenizer.json"] = digest
+    (folder / "model.json").write_text(json.dumps(manifest))
+    with pytest.raises(ModelLoadError, match=r"tokenizer\.json: listed in model\.json but missing"):
+        service_for(folder, verify="always")
+
+
 def test_offline_optimized_artifact_loads_without_online_optimization(
         tmp_path: Path, model_dir: Path) -> None:
     folder = make_folder(tmp_path, model_dir, optimization="extended")
