@@ -30,8 +30,12 @@ class UserPipeline(TensorPipeline):
         try:
             self.module = importlib.import_module(module_name)
         except ImportError as exc:
+            hint = ""
+            if exc.name == "numpy":  # the image and the layer ship numpy only when asked
+                hint = (" (numpy is not installed: build with EXTRA_REQUIREMENTS="
+                        "requirements-numpy.txt, or pip install -r layers/requirements-numpy.txt)")
             raise ModelLoadError(f"pipeline {module_name!r}: not a built-in pipeline and not "
-                                 f"importable: {exc}") from exc
+                                 f"importable: {exc}{hint}") from exc
         missing = [f for f in ("preprocess", "postprocess") if not hasattr(self.module, f)]
         if missing:
             raise ModelLoadError(f"pipeline module {module_name!r} lacks {', '.join(missing)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,15 @@ def test_user_module_errors_are_500_and_the_next_request_works(make_service: Any
 def test_unimportable_pipeline_fails_init(make_service: Any, model_dir: Path) -> None:
     with pytest.raises(ModelLoadError, match="not a built-in pipeline and not importable"):
         make_service(model_dir / "linear.onnx", pipeline="no_such_package.pipeline")
+
+
+def test_a_numpy_pipeline_without_numpy_says_which_requirements_to_add(
+        make_service: Any, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as in an image built without EXTRA_REQUIREMENTS=requirements-numpy.txt
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    monkeypatch.delitem(sys.modules, "tests.support.user_pipeline", raising=False)
+    with pytest.raises(ModelLoadError, match=r"numpy.*EXTRA_REQUIREMENTS=requirements-numpy\.txt"):
+        make_service(model_dir / "linear.onnx", pipeline="tests.support.user_pipeline")
 
 
 def test_module_without_the_hooks_fails_init(make_service: Any, model_dir: Path) -> None:
