@@ -37,7 +37,7 @@ def measure(model: Path, repeat: int, memory_mb: int = 1769) -> dict[str, Any]:
         daemon.bind(("127.0.0.1", 0))  # receives (and drops) the subsegments
         traced = {"ONNX_LAMBDA_TRACING": "on", "LAMBDA_TASK_ROOT": str(servers.ROOT),
                   "_X_AMZN_TRACE_ID": SAMPLED,
-                  "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:%d" % daemon.getsockname()[1]}
+                  "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}"}
         runs = stats.interleave({
             "off": lambda: cold.probe(subject, MODULE, memory_mb, {"ONNX_LAMBDA_TRACING": "off"}),
             "on": lambda: cold.probe(subject, MODULE, memory_mb, traced),
