@@ -114,19 +114,18 @@ def test_alarms_name_emitted_metrics() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["provisioned", "snapstart", "warmer"])
-@pytest.mark.parametrize("tracing", ["on", "off"])
-def test_tracing_switches_active_tracing_and_the_handler_setting(strategy: str,
-                                                                 tracing: str) -> None:
+@pytest.mark.parametrize("tracing", ["Active", "Disabled"])
+def test_tracing_switches_active_tracing_the_policy_and_the_handler_setting(
+        strategy: str, tracing: str) -> None:
     template = cfn.deployed({"ColdStartStrategy": strategy, "Tracing": tracing})
     functions = cfn.of_type(template, "AWS::Lambda::Function")
     assert functions
+    on = tracing == "Active"
     for function in functions.values():
         props = function["Properties"]
-        assert props["TracingConfig"] == {"Mode": "Active" if tracing == "on" else "PassThrough"}
-        assert props["Environment"]["Variables"]["ONNX_LAMBDA_TRACING"] == tracing
-        # X-Ray's write permissions where traces are written (SAM grants them for any
-        # non-literal Tracing value, so "off" keeps a harmless, unused write-only policy)
-        roles = template["Resources"][props["Role"]["Fn::GetAtt"][0]]["Properties"]
-        xray = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess" in str(
-            roles.get("ManagedPolicyArns", []))
-        assert xray or tracing == "off"
+        assert props.get("TracingConfig") == ({"Mode": "Active"} if on else None)
+        assert props["Environment"]["Variables"]["ONNX_LAMBDA_TRACING"] == ("on" if on else "off")
+        # X-Ray's write permission only where traces are written (least privilege)
+        role = template["Resources"][props["Role"]["Fn::GetAtt"][0]]["Properties"]
+        xray = "AWSXrayWriteOnlyAccess" in str(role.get("ManagedPolicyArns", []))
+        assert xray == on
