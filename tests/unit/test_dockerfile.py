@@ -43,8 +43,8 @@ def test_every_stage_is_the_aws_lambda_python_312_base_image(parsed: DockerfileP
 def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfileParser) -> None:
     deps = stages(parsed)[0]
     copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
-    assert ["layers/requirements.txt", "layers/requirements-text.txt", "layers/build_layer.py",
-            "/build/"] in copies
+    assert ["layers/requirements.txt", "layers/requirements-text.txt",
+            "layers/requirements-tracing.txt", "layers/build_layer.py", "/build/"] in copies
     (run,) = [i["value"] for i in deps if i["instruction"] == "RUN"]
     steps = [shlex.split(step) for step in run.split("&&")]
     pip = next(step for step in steps if step[:2] == ["pip", "install"])
