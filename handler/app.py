@@ -22,6 +22,10 @@ from handler.settings import Settings  # noqa: E402
 _T_IMPORTED = time.perf_counter()
 
 SERVICE = create(Settings.from_env())
+if SERVICE.settings.tracing:  # X-Ray SDK (and botocore) only when tracing is on; timed as init
+    from handler import tracing
+
+    tracing.install(SERVICE.telemetry)
 SERVICE.init_durations.update({
     "imports": (_T_IMPORTED - _T0) * 1000.0,
     "init": (time.perf_counter() - _T0) * 1000.0,

@@ -87,6 +87,9 @@ VARIABLES: tuple[Variable, ...] = (
              "Structured log level."),
     Variable("metrics", _bool, True, "Emit one CloudWatch EMF metrics line per request."),
     Variable("metrics_namespace", str, "OnnxLambda", "CloudWatch namespace of the EMF metrics."),
+    Variable("tracing", _bool, False,
+             "X-Ray subsegments for each request's stages (needs the `aws-xray-sdk` package: "
+             "`EXTRA_REQUIREMENTS=requirements-tracing.txt`); set by the template's `Tracing`."),
     Variable("verify", _choice("auto", "always", "never"), "auto",
              "sha256 check of the artifact's files against `model.json`: `auto` = files "
              "downloaded from S3 (an image is content-addressed already), `always`, `never`."),
@@ -110,6 +113,7 @@ class Settings(NamedTuple):
     log_level: str
     metrics: bool
     metrics_namespace: str
+    tracing: bool
     verify: str
     s3_cache_dir: str
     # Lambda's own variables: read, never required locally.

@@ -16,15 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-# Server-Timing metric name → EMF metric name (Milliseconds)
-STAGE_METRICS = {
-    "queue": "QueueTime",
-    "decode": "Decode",
-    "inference": "Inference",
-    "encode": "Encode",
-    "total": "Latency",
-}
-INIT_METRICS = {"init": "InitDuration", "model-load": "ModelLoad"}
+from handler.metric_names import COLD_START, INIT_METRICS, STAGE_METRICS
+
 COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
@@ -78,11 +71,11 @@ class _Layout:
         record = f'"level":"INFO","message":"request","functionName":{function}'
         if telemetry.metrics:
             definitions = [{"Name": name, "Unit": "Milliseconds"} for name in metrics]
-            definitions.append({"Name": "ColdStart", "Unit": "Count"})
+            definitions.append({"Name": COLD_START, "Unit": "Count"})
             directive = _literal([{"Namespace": telemetry.namespace,
                                    "Dimensions": [["FunctionName"]], "Metrics": definitions}])
             head = (f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":%d}},{record},'
-                    f'"FunctionName":{function},"ColdStart":{int(cold)}')
+                    f'"FunctionName":{function},"{COLD_START}":{int(cold)}')
         else:
             head = f'{{"timestamp":%d,{record}'
         values = "".join(f',"{name}":%.4f' for name in metrics)

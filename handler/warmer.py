@@ -5,11 +5,15 @@ On its schedule it invokes the inference alias N times in parallel with the warm
 for ``holdMs`` so the N concurrent pings land on N distinct environments. Throttled pings are
 retried with capped, jittered exponential backoff. The report says how many distinct
 environments answered out of how many were asked, and how many of them were cold; it is
-returned, logged and emitted as one CloudWatch EMF line. Pings never count as user traffic:
-the inference handler recognises them before routing.
+returned, logged and emitted as CloudWatch EMF metrics. Pings never count as user traffic: the
+inference handler recognises them before routing.
 
-Runs on the managed Python runtime with the standard library and boto3 only. Configuration
-(all optional except the target):
+Runs on the managed Python runtime: boto3 from the runtime, aws-lambda-powertools packaged with
+it (layers/requirements-warmer.txt). Powertools' Logger and Metrics fit here, not in the
+inference handler: its import (~60 ms) is paid once per warmer environment, on no user's
+request. Each ping's log line carries the correlation id (the schedule event's id) and the
+inference invocation's request id, which joins it to that environment's own log line.
+Configuration (all optional except the target):
 
 - ``ONNX_LAMBDA_WARM_TARGET``: the inference function's name or ARN
 - ``ONNX_LAMBDA_WARM_QUALIFIER``: alias or version to warm (default ``live``; empty = unqualified)
@@ -32,11 +36,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from handler.metric_names import WARMER_METRICS
+
 MAX_HOLD_MS = 1000
 THROTTLE_CODES = frozenset({"TooManyRequestsException", "ThrottlingException"})
+logger = Logger(service="onnx-lambda-warmer")
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,8 @@ class PingResult:
     attempts: int
     answer: Mapping[str, Any] | None = None
     error: str | None = None
+    throttled: int = 0  # attempts answered with a throttling error
+    request_id: str | None = None  # the inference invocation's, from the Lambda API
 
 
 def client_config(concurrency: int) -> Config:
@@ -120,25 +132,30 @@ def ping(
     }
     if config.qualifier:
         request["Qualifier"] = config.qualifier
+    throttled = 0
     for attempt in range(1, config.max_attempts + 1):
         try:
             response = client.invoke(**request)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
+            throttled += code in THROTTLE_CODES
             if code in THROTTLE_CODES and attempt < config.max_attempts:
                 sleep(backoff_delay(attempt, config, rand))
                 continue
-            return PingResult(attempts=attempt, error=code or str(exc))
+            return PingResult(attempt, error=code or str(exc), throttled=throttled)
+        request_id = response.get("ResponseMetadata", {}).get("RequestId")
         payload = response["Payload"].read()
         if response.get("FunctionError"):
-            return PingResult(attempts=attempt, error=f"FunctionError: {payload[:200]!r}")
+            return PingResult(attempt, error=f"FunctionError: {payload[:200]!r}",
+                              throttled=throttled, request_id=request_id)
         try:
             answer = json.loads(payload)
         except ValueError:
             answer = None
         if not isinstance(answer, dict) or not answer.get("warm"):
-            return PingResult(attempts=attempt, error=f"not a warm-up answer: {payload[:200]!r}")
-        return PingResult(attempts=attempt, answer=answer)
+            return PingResult(attempt, error=f"not a warm-up answer: {payload[:200]!r}",
+                              throttled=throttled, request_id=request_id)
+        return PingResult(attempt, answer=answer, throttled=throttled, request_id=request_id)
     raise AssertionError("unreachable: the last attempt always returns")
 
 
@@ -157,33 +174,30 @@ def summarize(config: WarmConfig, results: list[PingResult], elapsed_ms: float) 
         "cold": sum(1 for a in answers if a.get("coldStart")),
         "failed": len(results) - len(answers),
         "retries": sum(r.attempts - 1 for r in results),
+        "throttled": sum(r.throttled for r in results),
         "errors": errors,
         "elapsedMs": round(elapsed_ms, 1),
     }
 
 
-def emf_line(config: WarmConfig, report: Mapping[str, Any], now_ms: int) -> str:
-    """One CloudWatch Embedded Metric Format line with the report's counts."""
-    metrics = {
-        "WarmerAsked": report["asked"],
-        "WarmerEnvironments": report["environments"],
-        "WarmerColdStarts": report["cold"],
-        "WarmerFailures": report["failed"],
-        "WarmerRetries": report["retries"],
-    }
-    document: dict[str, Any] = {
-        "_aws": {
-            "Timestamp": now_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": config.namespace,
-                "Dimensions": [["FunctionName"]],
-                "Metrics": [{"Name": name, "Unit": "Count"} for name in metrics],
-            }],
-        },
-        "FunctionName": config.function_name,
-        **metrics,
-    }
-    return json.dumps(document, separators=(",", ":"))
+def publish_metrics(config: WarmConfig, report: Mapping[str, Any]) -> None:
+    """The report's counts as one EMF document (Powertools Metrics, flushed now), under the
+    inference function's name: the dimension the handler's own metrics use."""
+    metrics = Metrics(namespace=config.namespace)
+    metrics.add_dimension(name="FunctionName", value=config.function_name)
+    for key, name in WARMER_METRICS.items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=report[key])
+    metrics.flush_metrics()
+
+
+def log_pings(results: list[PingResult]) -> None:
+    """One line per ping: its inference request id joins it to the environment's log line."""
+    for result in results:
+        answer = result.answer or {}
+        logger.info("ping", extra={
+            "targetRequestId": result.request_id, "environmentId": answer.get("environmentId"),
+            "coldStart": answer.get("coldStart"), "attempts": result.attempts,
+            "throttled": result.throttled, "error": result.error})
 
 
 def warm(
@@ -197,13 +211,15 @@ def warm(
     with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
         futures = [pool.submit(ping, client, config, sleep) for _ in range(config.concurrency)]
         results = [future.result() for future in futures]
+    log_pings(results)
     return summarize(config, results, (time.perf_counter() - started) * 1000)
 
 
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE)
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    """Entry point: scheduled by EventBridge; the event's content is not used."""
+    """Entry point: scheduled by EventBridge; only the event's id is used (the correlation id)."""
     config = WarmConfig.from_env(os.environ)
     report = warm(config)
-    print(emf_line(config, report, int(time.time() * 1000)), flush=True)
-    print(json.dumps({"message": "warmer report", **report}), flush=True)
+    publish_metrics(config, report)
+    logger.info("warmer report", extra=report)
     return report

@@ -56,9 +56,10 @@ def floor(subject: Subject, baseline: str = "floor") -> dict[str, Any]:
         "first request": result["first-request"]}}
 
 
-def probe(subject: Subject, module: str, memory_mb: int) -> dict[str, Any]:
+def probe(subject: Subject, module: str, memory_mb: int,
+          extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     env = {**subject.environment(memory_mb), "AWS_LAMBDA_FUNCTION_NAME": servers.FUNCTION,
-           "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning"}
+           "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning", **(extra_env or {})}
     result = _child([sys.executable, "-m", "onnx_lambda.bench.probe", module,
                      str(subject.event_file)], env)
     if result["status"] != 200:

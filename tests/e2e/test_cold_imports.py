@@ -18,7 +18,7 @@ from tests.support import build_models, models
 
 FORBIDDEN = ["boto3", "botocore", "urllib3", "requests", "pydantic", "torch", "pandas", "scipy",
              "sklearn", "transformers", "aws_lambda_powertools", "tokenizers", "numpy",
-             "onnxruntime"]
+             "onnxruntime", "aws_xray_sdk", "wrapt"]
 ROOT = Path(__file__).parents[2]
 PROBE = ("import json, sys; import handler.app; "
          "maps = open('/proc/self/maps').read(); "
@@ -34,8 +34,9 @@ BUILDERS = {
 }
 
 
-def probe(model: Path) -> tuple[set[str], bool, bool, bool]:
-    env = {**os.environ, "ONNX_LAMBDA_MODEL": str(model), "PYTHONPATH": str(ROOT)}
+def probe(model: Path, **variables: str) -> tuple[set[str], bool, bool, bool]:
+    env = {k: v for k, v in os.environ.items() if k != "ONNX_LAMBDA_TRACING"}
+    env.update(ONNX_LAMBDA_MODEL=str(model), PYTHONPATH=str(ROOT), **variables)
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     loaded, library, binding, numpy = json.loads(out.splitlines()[-1])
@@ -64,3 +65,14 @@ def test_built_artifacts_classifier_and_text_embedding(tmp_path: Path) -> None:
         assert "handler" in loaded and library
         assert loaded.isdisjoint(set(FORBIDDEN) - extra), sorted(loaded & set(FORBIDDEN))
         assert not binding and not numpy, folder
+
+
+def test_tracing_off_keeps_the_x_ray_sdk_and_powertools_off_the_cold_path(
+        tmp_path: Path) -> None:
+    model = models.linear(tmp_path / "linear.onnx")
+    off, *_ = probe(model, ONNX_LAMBDA_TRACING="off")
+    assert off.isdisjoint({"aws_xray_sdk", "aws_lambda_powertools", "botocore", "wrapt"})
+    # the probe can tell: with tracing on, the SDK (and its botocore) are loaded at init
+    on, *_ = probe(model, ONNX_LAMBDA_TRACING="on")
+    assert {"aws_xray_sdk", "botocore"} <= on
+    assert "aws_lambda_powertools" not in on

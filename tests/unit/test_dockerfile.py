@@ -44,7 +44,8 @@ def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfilePa
     deps = stages(parsed)[0]
     copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
     assert ["layers/requirements.txt", "layers/requirements-text.txt",
-            "layers/requirements-numpy.txt", "layers/build_layer.py", "/build/"] in copies
+            "layers/requirements-numpy.txt", "layers/requirements-tracing.txt",
+            "layers/build_layer.py", "/build/"] in copies
     run = next(i["value"] for i in deps if i["instruction"] == "RUN")
     steps = [shlex.split(step) for step in run.split("&&")]
     pip = next(step for step in steps if step[:2] == ["pip", "install"])

@@ -22,7 +22,8 @@ PRUNED = ("numpy/_core/tests/test_api.py", "numpy/_core/include/numpy/ndarrayobj
           "onnxruntime/__init__.py", "onnxruntime/capi/__init__.py",
           "onnxruntime/capi/onnxruntime_pybind11_state.cpython-312-x86_64-linux-gnu.so",
           "onnxruntime/capi/onnxruntime_inference_collection.py",
-          "onnxruntime/capi/_pybind_state.py", "onnxruntime/capi/libonnxruntime_providers_shared.so",
+          "onnxruntime/capi/_pybind_state.py",
+          "onnxruntime/capi/libonnxruntime_providers_shared.so",
           "onnxruntime/tools/symbolic_shape_infer.py", "onnxruntime/LICENSE",
           "onnxruntime/transformers/optimizer.py", "onnxruntime/quantization/quantize.py",
           "onnxruntime/backend/backend.py", "onnxruntime/__pycache__/__init__.cpython-312.pyc",
@@ -162,7 +163,8 @@ def test_image_report_is_the_task_root_the_dockerfile_assembles(
 
 
 def test_image_size_also_checks_the_250_mb_zip_and_layer_limit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     big = {"dependencies": 251 * build_layer.MB, "model": 0, "code": 0,
            "total": 251 * build_layer.MB}
     monkeypatch.setattr(build_layer, "image_report", lambda *args: big)

@@ -7,6 +7,7 @@ import io
 import json
 import re
 
+from handler import metric_names
 from handler.telemetry import StageTimer, Telemetry, server_timing
 
 
@@ -38,6 +39,19 @@ def test_emf_document_matches_the_specification() -> None:
         assert isinstance(record[metric["Name"]], int | float)
         assert metric["Unit"] in ("Milliseconds", "Count")
     assert record["ColdStart"] == 1 and record["requestId"] == "r"
+
+
+def test_every_emitted_metric_is_a_declared_name() -> None:
+    """The dashboard's test reads handler/metric_names.py: what the line carries must be it."""
+    cold = {m["Name"] for m in emit(cold=True)["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    stream = io.StringIO()
+    Telemetry(namespace="NS", function_name="fn", metrics=True, level="info",
+              stream=stream).request({"queue": 1.0, "decode": 0.1, "total": 2.0},
+                                     request_id="r", cold=False, source="http-api",
+                                     method="POST", path="/predict", status=200)
+    warm = {m["Name"] for m in json.loads(stream.getvalue())["_aws"]["CloudWatchMetrics"][0][
+        "Metrics"]}
+    assert cold | warm == metric_names.HANDLER
 
 
 def test_warm_request_has_no_init_metrics() -> None:

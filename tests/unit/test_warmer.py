@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -13,9 +16,10 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from handler import warmer
+from handler import metric_names, warmer
 
 TARGET = "onnx-lambda-InferenceFunction-abc"
+EVENTS = Path(__file__).parents[1] / "events"
 
 
 @pytest.fixture
@@ -144,20 +148,36 @@ def test_report_counts_distinct_environments_cold_starts_failures_and_retries() 
     assert report["elapsedMs"] == 12.3
 
 
-def test_emf_line_carries_the_report_counts_under_the_target_function() -> None:
+def test_metrics_are_one_emf_document_under_the_target_function(
+        capsys: pytest.CaptureFixture[str]) -> None:
     config = warmer.WarmConfig(
         target="arn:aws:lambda:us-east-1:123456789012:function:digits:live", namespace="Ns")
-    report = {"asked": 4, "environments": 3, "cold": 1, "failed": 1, "retries": 2}
-    document = json.loads(warmer.emf_line(config, report, now_ms=1_700_000_000_000))
+    report = {"asked": 4, "environments": 3, "cold": 1, "failed": 1, "retries": 2,
+              "throttled": 2}
+    warmer.publish_metrics(config, report)
+    (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     (directive,) = document["_aws"]["CloudWatchMetrics"]
-    assert document["_aws"]["Timestamp"] == 1_700_000_000_000
+    assert isinstance(document["_aws"]["Timestamp"], int)
     assert directive["Namespace"] == "Ns"
-    assert directive["Dimensions"] == [["FunctionName"]]
+    assert directive["Dimensions"] == [["FunctionName"]]  # the handler's dimension, no "service"
     assert document["FunctionName"] == "digits"
     values = {m["Name"]: document[m["Name"]] for m in directive["Metrics"]}
-    assert values == {"WarmerAsked": 4, "WarmerEnvironments": 3, "WarmerColdStarts": 1,
-                      "WarmerFailures": 1, "WarmerRetries": 2}
+    assert values == {"EnvironmentsAsked": [4.0], "EnvironmentsReached": [3.0],
+                      "ColdEnvironmentsFound": [1.0], "Throttled": [2.0], "PingsFailed": [1.0]}
+    assert set(values) == metric_names.WARMER
     assert all(m["Unit"] == "Count" for m in directive["Metrics"])
+
+
+def test_throttles_are_counted_per_ping_including_a_final_one(
+        client: Any, stub: Stubber) -> None:
+    config = warmer.WarmConfig(target=TARGET, max_attempts=2)
+    throttle(stub)
+    stub.add_response("invoke", answer("a"), expected(config))
+    throttle(stub)
+    throttle(stub)
+    results = [warmer.ping(client, config, sleep=lambda _: None) for _ in range(2)]
+    assert [r.throttled for r in results] == [1, 2]
+    assert warmer.summarize(config, results, 1.0)["throttled"] == 3
 
 
 def test_config_from_environment() -> None:
@@ -182,17 +202,32 @@ def test_invalid_configuration_fails_loudly(env: dict[str, str]) -> None:
         warmer.WarmConfig.from_env(env)
 
 
-def test_handler_returns_the_report_and_prints_one_emf_line(
+def test_handler_logs_each_ping_with_the_correlation_id_and_emits_the_metrics(
         client: Any, stub: Stubber, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ONNX_LAMBDA_WARM_TARGET", TARGET)
     monkeypatch.setenv("ONNX_LAMBDA_WARM_CONCURRENCY", "2")
     monkeypatch.setattr(warmer, "make_client", lambda concurrency: client)
     config = warmer.WarmConfig.from_env({"ONNX_LAMBDA_WARM_TARGET": TARGET})
-    stub.add_response("invoke", answer("a"), expected(config))
-    stub.add_response("invoke", answer("b"), expected(config))
-    report = warmer.handler({"source": "aws.events"}, None)
+    for environment in ("a", "b"):
+        response = {**answer(environment), "ResponseMetadata": {"RequestId": f"req-{environment}"}}
+        stub.add_response("invoke", response, expected(config))
+    context = SimpleNamespace(function_name="warmer", memory_limit_in_mb=256,
+                              invoked_function_arn="arn:aws:lambda:us-east-1:1:function:warmer",
+                              aws_request_id="warmer-request")
+    event = json.loads((EVENTS / "scheduled.json").read_text())
+    # Powertools' Logger holds the stdout of its import time: point it at this test's
+    monkeypatch.setattr(warmer.logger.registered_handler, "stream", sys.stdout)
+    report = warmer.handler(event, context)
     assert report["environments"] == 2
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    emf = [line for line in lines if "_aws" in line]
-    assert len(emf) == 1 and emf[0]["WarmerEnvironments"] == 2
+    (emf,) = [line for line in lines if "_aws" in line]
+    assert emf["EnvironmentsReached"] == [2.0] and emf["FunctionName"] == TARGET
+    pings = [line for line in lines if line.get("message") == "ping"]
+    assert sorted(p["targetRequestId"] for p in pings) == ["req-a", "req-b"]
+    assert sorted(p["environmentId"] for p in pings) == ["a", "b"]
+    (summary,) = [line for line in lines if line.get("message") == "warmer report"]
+    assert summary["environments"] == 2 and summary["level"] == "INFO"
+    for line in [*pings, summary]:
+        assert line["correlation_id"] == event["id"]  # the schedule event: one id per run
+        assert line["function_request_id"] == "warmer-request"
