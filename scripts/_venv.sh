@@ -1,6 +1,6 @@
 # Sourced by scripts/*: create or refresh .venv so every entry point is idempotent.
-# Installs again only when pyproject.toml or the runtime requirements change, or when the
-# caller needs an extra the venv lacks (a stamp keeps the hash and the installed extras).
+# Installs again only when pyproject.toml or a requirements file it reads (layers/) changes, or
+# when the caller needs an extra the venv lacks (a stamp keeps the hash and the installed extras).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -11,7 +11,8 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.onnx-lambda-stamp"
-HASH="$(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" | sha256sum | cut -d' ' -f1)"
+HASH="$(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" "$ROOT/layers/requirements-numpy.txt" \
+    | sha256sum | cut -d' ' -f1)"
 read -r HAVE_HASH HAVE_EXTRAS 2>/dev/null < "$STAMP" || { HAVE_HASH=""; HAVE_EXTRAS=""; }
 missing=""
 for extra in ${EXTRAS//,/ }; do
