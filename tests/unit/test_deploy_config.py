@@ -83,6 +83,7 @@ def test_every_place_names_the_model_and_nothing_else_changes(project: Path) -> 
         assert comments and all(line in after[rel].splitlines() for line in comments), rel
     assert changed_lines(before[TEMPLATE], after[TEMPLATE]) == [
         ("    Default: models/digits", "    Default: models/detector-v2"),
+        ("        MODEL: digits", "        MODEL: detector-v2"),
         ("        MODEL: digits", "        MODEL: detector-v2")]
 
     assert apply(project, "detector-v2") == []  # idempotent
