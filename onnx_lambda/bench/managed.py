@@ -153,23 +153,28 @@ def compare(traffic: Traffic, prices: PriceTable, inst: Instance, *, rss_mb: flo
 
 def break_even_rps(traffic: Traffic, prices: PriceTable, inst: Instance, against: str,
                    **kwargs: Any) -> float | None:
-    """The mean rps (peak scaled with it) above which Managed Instances cost less than
-    ``against`` (``on-demand`` or ``provisioned``); None if not below 100x the given traffic."""
+    """The mean rps (peak scaled with it) above which Managed Instances always cost less than
+    ``against`` (``on-demand`` or ``provisioned``), up to 100x the given traffic; None if they
+    never do there. The fleet grows in whole instances, so the difference is a sawtooth that
+    may cross zero several times: this is the last crossing."""
     if traffic.mean_rps <= 0:
         return None
     ratio = traffic.peak_rps / traffic.mean_rps
 
-    def gap(rps: float) -> float:
+    def dearer(rps: float) -> bool:
         scaled = Traffic(rps, rps * ratio, traffic.duration_ms)
         costs = {o.name: o.monthly_usd for o in compare(scaled, prices, inst, **kwargs)}
-        return costs["managed-instances"] - costs[against]
+        return costs["managed-instances"] > costs[against]
 
-    low, high = traffic.mean_rps / 1000.0, traffic.mean_rps * 100.0
-    if gap(high) > 0:
+    steps = 4000
+    grid = [traffic.mean_rps / 1000.0 * 1e5 ** (i / steps) for i in range(steps + 1)]
+    if dearer(grid[-1]):
         return None
-    if gap(low) <= 0:
-        return low
-    for _ in range(60):  # bisection on a monotone-enough step function
+    last = max((i for i, rps in enumerate(grid) if dearer(rps)), default=None)
+    if last is None:
+        return grid[0]
+    low, high = grid[last], grid[last + 1]
+    for _ in range(50):
         mid = (low + high) / 2.0
-        low, high = (mid, high) if gap(mid) > 0 else (low, mid)
+        low, high = (mid, high) if dearer(mid) else (low, mid)
     return high

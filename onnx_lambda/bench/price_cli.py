@@ -87,9 +87,9 @@ def run(args: argparse.Namespace, command: str) -> int:
              f"(Lambda {prices.raw['retrieved']}, EC2 {terms['retrieved']}).", "",
              *table(["option", "USD / month", "USD / 1M requests", "sized as"], rows)]
     for against, rps in even.items():
-        lines.append(f"Managed Instances cost less than {against} above "
-                     + (f"{rps:,.0f} rps mean (same peak/mean ratio)." if rps is not None
-                        else "100x this traffic: not within reach."))
+        lines.append(f"Managed Instances cost less than {against} above {rps:,.0f} rps mean "
+                     "(same peak/mean ratio)." if rps is not None else
+                     f"Managed Instances cost more than {against} up to 100x this traffic.")
     print("\n".join(lines))
     if args.json:
         args.json.write_text(json.dumps({

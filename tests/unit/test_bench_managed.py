@@ -87,14 +87,17 @@ def test_comparison_is_cheapest_first_and_managed_instances_win_only_with_volume
     assert managed.compare(bursty, PRICES, C7I, rss_mb=100)[0].name == "on-demand"
 
 
-def test_break_even_is_where_the_bills_meet() -> None:
-    # under 420 rps at the peak the three-instance minimum serves it: a flat 3 x 0.08925 x 720
-    # x 1.15 against on-demand's duration charge per mean rps (both pay the same requests)
+def test_break_even_is_the_last_crossing_of_the_sawtooth() -> None:
+    # c7i.large serves 2 x 0.7 x 100 = 140 rps at the peak (peak = 1.2 x mean): one instance per
+    # 116.7 rps mean, each 0.08925 x 720 x 1.15 = $73.90; on demand pays $0.7463 per mean rps
+    # (both pay the same request charge). Just after the fleet grows to n instances Managed
+    # Instances are dearer by 87.07 - 13.17 n: true up to n = 6, which on-demand overtakes
+    # at 6 x 73.90 / 0.7463 = 594 rps; from there on Managed Instances stay cheaper.
     traffic = managed.Traffic(mean_rps=100, peak_rps=120, duration_ms=10)
-    flat = 3 * 0.08925 * HOURS * 1.15
+    per_instance = 0.08925 * HOURS * 1.15
     per_rps = MONTH_S * 1769 / 1024 * 0.010 * 0.0000166667
     rps = managed.break_even_rps(traffic, PRICES, C7I, "on-demand", rss_mb=100)
-    assert rps == pytest.approx(flat / per_rps, rel=1e-6)  # about 297 rps
+    assert rps == pytest.approx(6 * per_instance / per_rps, rel=1e-6)
     tiny = managed.Traffic(mean_rps=0.001, peak_rps=0.002, duration_ms=10)
     assert managed.break_even_rps(tiny, PRICES, C7I, "on-demand", rss_mb=100) is None
 
@@ -119,8 +122,8 @@ def test_price_command_prints_the_three_options_and_the_break_even(
     rows = [line.split("|")[1].strip() for line in text.splitlines()
             if line.startswith("| ") and "option" not in line]
     assert rows == ["on-demand", "provisioned", "managed-instances"]
-    assert "cost less than on-demand above 297 rps mean" in text
+    assert "cost less than on-demand above 594 rps mean" in text
     saved = json.loads(out.read_text())
-    assert saved["break_even_rps"]["on-demand"] == pytest.approx(297, abs=1)
+    assert saved["break_even_rps"]["on-demand"] == pytest.approx(594, abs=1)
     with pytest.raises(SystemExit, match="does not fit"):
         main(["price", "--mean-rps", "1", "--duration-ms", "10", "--rss-mb", "9000"])
