@@ -127,3 +127,31 @@ def test_price_command_prints_the_three_options_and_the_break_even(
     assert saved["break_even_rps"]["on-demand"] == pytest.approx(594, abs=1)
     with pytest.raises(SystemExit, match="does not fit"):
         main(["price", "--mean-rps", "1", "--duration-ms", "10", "--rss-mb", "9000"])
+
+
+def test_simulated_managed_instances_never_start_cold_and_queue_beyond_their_vcpus() -> None:
+    from onnx_lambda.bench import simulate
+
+    assert simulate.Strategy.parse("managed:3") == simulate.Strategy(managed=3)
+    assert simulate.Strategy(managed=3).label == "managed-instances 3"
+    work = simulate.Workload(service_ms=[10.0], init_ms=[900.0], instance="c7i.large")
+    # 3 x c7i.large = 6 processes; 8 requests at once: 6 served now, 2 wait one service time
+    burst = [100.0] * 8 + [3600.0]
+    result = simulate.run(burst, work, simulate.Strategy(managed=3), horizon_s=3600.0)
+    assert result.cold_starts == 0
+    assert sorted(result.latencies_ms) == pytest.approx([10.0] * 7 + [20.0, 20.0])
+    assert result.peak_concurrency == 8
+    month = 30 * 24
+    assert result.bill.managed_instances == pytest.approx(3 * 0.08925 * month * 1.15)
+    assert result.bill.requests == pytest.approx(9 * 24 * 30 * 0.20 / 1e6)
+    assert result.bill.total == pytest.approx(result.bill.managed_instances
+                                              + result.bill.requests)
+    on_demand = simulate.run(burst, work, simulate.Strategy(), horizon_s=3600.0)
+    assert on_demand.cold_starts == 8  # eight environments start for the burst
+
+
+def test_managed_candidates_give_each_concurrent_request_a_vcpu() -> None:
+    from onnx_lambda.bench import simulate
+
+    assert [s.managed for s in simulate.managed_candidates(5, vcpus=2)] == [3, 6]
+    assert [s.managed for s in simulate.managed_candidates(13, vcpus=2)] == [7, 14]
