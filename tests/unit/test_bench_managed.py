@@ -147,7 +147,7 @@ def test_simulated_managed_instances_never_start_cold_and_queue_beyond_their_vcp
     assert result.bill.total == pytest.approx(result.bill.managed_instances
                                               + result.bill.requests)
     on_demand = simulate.run(burst, work, simulate.Strategy(), horizon_s=3600.0)
-    assert on_demand.cold_starts == 8  # eight environments start for the burst
+    assert on_demand.cold_starts == 9  # eight for the burst, one after an hour idle
 
 
 def test_managed_candidates_give_each_concurrent_request_a_vcpu() -> None:
