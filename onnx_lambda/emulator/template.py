@@ -24,6 +24,8 @@ from onnx_lambda.emulator.intrinsics import Resolver, TemplateError, load_yaml
 DEFAULT_MEMORY_MB = 128
 DEFAULT_TIMEOUT_S = 3
 FUNCTION_TYPE = "AWS::Serverless::Function"
+# An HTTP API integration URI as it resolves here: .../functions/NAME[.Alias]/invocations
+_INTEGRATION = re.compile(r"/functions/([A-Za-z0-9]+)(?:\.Alias|\.Version)?/invocations$")
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,27 @@ class _Reader:
                 ))
         return routes
 
+    def definition_routes(self, functions: Mapping[str, Any]) -> list[RouteSpec]:
+        """Routes an HttpApi's OpenAPI ``DefinitionBody`` points at an active function: how
+        the template reaches its variants that have no ``Events`` of their own (the zip +
+        layer and the Managed Instances functions)."""
+        routes = []
+        for api in self.resources("AWS::Serverless::HttpApi").values():
+            props = api["Properties"]
+            paths = (props.get("DefinitionBody") or {}).get("paths") or {}
+            for path, item in paths.items():
+                for method, operation in item.items():
+                    integration = operation.get("x-amazon-apigateway-integration") or {}
+                    found = _INTEGRATION.search(str(integration.get("uri", "")))
+                    if found is None or found.group(1) not in functions:
+                        continue
+                    routes.append(RouteSpec(
+                        function=found.group(1), method=method.upper(), path=path,
+                        kind="http-api",
+                        payload_version=str(integration.get("payloadFormatVersion", "2.0")),
+                        stage=str(props.get("StageName", "$default"))))
+        return routes
+
 
 def _env_value(value: Any) -> str:
     if isinstance(value, bool):
@@ -188,6 +211,9 @@ def load_template(path: str | Path, parameter_overrides: Mapping[str, str] | Non
         routes.extend(reader.routes(name, resource["Properties"]))
     if not functions:
         raise TemplateError(f"{path}: no active {FUNCTION_TYPE}")
+    covered = {(route.method, route.path) for route in routes}
+    routes += [route for route in reader.definition_routes(functions)
+               if (route.method, route.path) not in covered]
     return TemplateSpec(functions=functions, routes=routes)
 
 

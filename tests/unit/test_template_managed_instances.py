@@ -168,3 +168,22 @@ def test_gpu_accelerator_config_is_not_yet_known_to_the_installed_translator() -
     params = cfn.parameters(source, MANAGED)
     with pytest.raises(InvalidDocumentException, match="AcceleratorConfig"):
         transform(source, params, cfn._NoManagedPolicies())
+
+
+@pytest.mark.parametrize(("overrides", "function"), [
+    ({}, "InferenceFunction"),
+    ({"ColdStartStrategy": "snapstart"}, "InferenceZipFunction"),
+    (MANAGED, "InferenceManagedFunction"),
+])
+def test_emulator_serves_the_routes_of_every_variant(overrides: dict[str, str],
+                                                     function: str) -> None:
+    """The variants without ``Events`` are reached through the API's DefinitionBody: `serve`
+    must route them as the deployed API does."""
+    from onnx_lambda.emulator.template import load_template
+
+    spec = load_template(cfn.TEMPLATE, overrides)
+    assert list(spec.functions) == [function]
+    assert {(r.method, r.path) for r in spec.routes} == ROUTES
+    assert len(spec.routes) == len(ROUTES)
+    assert {(r.function, r.kind, r.payload_version) for r in spec.routes} == {
+        (function, "http-api", "2.0")}
