@@ -43,6 +43,8 @@ class FunctionSpec:
     alias: str | None = None
     function_url: bool = False
     extra_paths: tuple[Path, ...] = ()
+    # Lambda Managed Instances (a CapacityProviderConfig): processes per execution environment
+    processes_per_environment: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class _Reader:
             alias=properties.get("AutoPublishAlias"),
             function_url="FunctionUrlConfig" in properties,
             extra_paths=(self.root,) if task_root.resolve() != self.root else (),
+            processes_per_environment=_processes(properties),
         )
 
     def routes(self, name: str, properties: dict[str, Any]) -> list[RouteSpec]:
@@ -192,6 +195,19 @@ class _Reader:
                         payload_version=str(integration.get("payloadFormatVersion", "2.0")),
                         stage=str(props.get("StageName", "$default"))))
         return routes
+
+
+def _processes(properties: Mapping[str, Any]) -> int | None:
+    """Python processes per Managed Instances environment: the configured maximum
+    concurrency, else Lambda's default of 16 per vCPU (memory / GiB per vCPU)."""
+    config = properties.get("CapacityProviderConfig")
+    if not isinstance(config, dict):
+        return None
+    if config.get("PerExecutionEnvironmentMaxConcurrency"):
+        return int(config["PerExecutionEnvironmentMaxConcurrency"])
+    ratio = float(config.get("ExecutionEnvironmentMemoryGiBPerVCpu", 2))
+    memory_mb = int(properties.get("MemorySize", DEFAULT_MEMORY_MB))
+    return 16 * max(1, round(memory_mb / 1024.0 / ratio))
 
 
 def _env_value(value: Any) -> str:

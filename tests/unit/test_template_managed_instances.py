@@ -187,3 +187,19 @@ def test_emulator_serves_the_routes_of_every_variant(overrides: dict[str, str],
     assert len(spec.routes) == len(ROUTES)
     assert {(r.function, r.kind, r.payload_version) for r in spec.routes} == {
         (function, "http-api", "2.0")}
+
+
+@pytest.mark.parametrize(("overrides", "processes"), [
+    ({}, 32),  # 4096 MB at 2 GiB per vCPU: 2 vCPUs x Lambda's 16
+    ({"ManagedInstancesMemoryPerVCpu": "4"}, 16),
+    ({"ManagedInstancesConcurrency": "3"}, 3),
+])
+def test_emulator_reads_the_processes_per_environment(overrides: dict[str, str],
+                                                       processes: int) -> None:
+    from onnx_lambda.emulator.template import load_template
+
+    spec = load_template(cfn.TEMPLATE, {**MANAGED, **overrides}).functions[
+        "InferenceManagedFunction"]
+    assert spec.processes_per_environment == processes
+    plain = load_template(cfn.TEMPLATE, {}).functions["InferenceFunction"]
+    assert plain.processes_per_environment is None
