@@ -8,9 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,9 @@ import boto3
 import pytest
 
 from tests.support import models
+from tests.support.s3_server import Counting, s3_server_fixture
+
+s3_server = s3_server_fixture
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,42 +32,6 @@ session = ort.InferenceSession(str(found.path), providers=["CPUExecutionProvider
 (y,) = session.run(None, {"x": np.ones((1, 4), np.float32)})
 print(json.dumps({"path": str(found.path), "y": y.tolist()}))
 """
-
-
-class Counting:
-    """WSGI middleware: counts object GETs and slows them, so the processes' inits overlap."""
-
-    def __init__(self, app: Callable[..., Any], delay_s: float) -> None:
-        self.app, self.delay_s, self.gets = app, delay_s, 0
-        self.lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        is_get = environ["REQUEST_METHOD"] == "GET" and not environ.get("QUERY_STRING")
-        if is_get:
-            with self.lock:
-                self.gets += 1
-            time.sleep(self.delay_s)
-        return self.app(environ, start_response)
-
-
-@pytest.fixture
-def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Counting]]:
-    from moto.server import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import make_server
-
-    counting = Counting(DomainDispatcherApplication(create_backend_app), delay_s=0.5)
-    server = make_server("127.0.0.1", 0, counting, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_port}"
-    for name, value in {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "test",
-                        "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    try:
-        yield url, counting
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
 
 
 def start(uri: str, cache: Path, processes: int = PROCESSES) -> list[dict[str, Any]]:
