@@ -1,24 +1,18 @@
 """``onnx-lambda price``: one traffic profile's monthly bill on demand, with provisioned
 concurrency and on Lambda Managed Instances, side by side, and where Managed Instances break
-even. The per-process RSS (the Managed Instances memory budget) is measured from ``--model``
-(a real handler process: import, model load, warm-up) or given with ``--rss-mb``."""
+even. The per-process memory (the Managed Instances budget) is given with ``--rss-mb`` or
+measured from ``--model``: ``--measure-processes`` real handler processes initialised side by
+side, their PSS split between them (``process_memory``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from onnx_lambda.bench import managed
+from onnx_lambda.bench import managed, process_memory
 from onnx_lambda.bench.cost import PriceTable
 from onnx_lambda.bench.report import fmt, table
-
-ROOT = Path(__file__).resolve().parents[2]
-PROBE = ("import handler.app; from onnx_lambda.bench.rss import peak_rss_mb; "
-         "print(peak_rss_mb())")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     memory = parser.add_mutually_exclusive_group(required=True)
     memory.add_argument("--rss-mb", type=float, help="peak RSS of one handler process (MB)")
     memory.add_argument("--model", type=Path,
-                        help="measure the RSS: a handler process loads this model")
+                        help="measure it: handler processes load this model side by side")
+    parser.add_argument("--measure-processes", type=int, default=4,
+                        help="processes started side by side for --model (default: 4)")
     parser.add_argument("--instance", default="c7i.large",
                         help="EC2 type of the capacity provider (prices.json lists them)")
     parser.add_argument("--processes-per-vcpu", type=int, default=1,
@@ -49,15 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
 
 
-def measure_rss_mb(model: Path) -> float:
-    env = {**os.environ, "ONNX_LAMBDA_MODEL": str(model.resolve()), "ONNX_LAMBDA_METRICS": "0",
-           "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise SystemExit(f"measuring {model} failed: {tail[0]}")
-    return float(done.stdout.strip().splitlines()[-1])
+def measured_mb(model: Path, processes: int) -> float:
+    try:
+        found = process_memory.measure(model, processes)
+    except (RuntimeError, OSError) as exc:
+        raise SystemExit(f"onnx-lambda price: {exc}") from None
+    print(f"{model}: {processes} handler processes side by side: RSS {found.rss_mb:.0f} MB, "
+          f"PSS {found.pss_mb:.0f} MB ({found.per_process_mb:.1f} MB a process)")
+    return found.per_process_mb
 
 
 def run(args: argparse.Namespace, command: str) -> int:
@@ -68,7 +63,8 @@ def run(args: argparse.Namespace, command: str) -> int:
                                   args.duration_ms)
     except ValueError as exc:
         raise SystemExit(f"onnx-lambda price: {exc}") from None
-    rss = args.rss_mb if args.rss_mb is not None else measure_rss_mb(args.model)
+    rss = (args.rss_mb if args.rss_mb is not None
+           else measured_mb(args.model, args.measure_processes))
     knobs = {"rss_mb": rss, "memory_mb": args.memory,
              "processes_per_vcpu": args.processes_per_vcpu, "utilization": args.utilization,
              "cold_fraction": args.cold_fraction, "init_ms": args.init_ms}
