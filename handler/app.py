@@ -17,6 +17,7 @@ _T0 = time.perf_counter()
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
+from handler.lifecycle import stop_cleanly_on_sigterm  # noqa: E402
 from handler.settings import Settings  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()
@@ -35,6 +36,7 @@ if SERVICE.settings.initialization_type == "snap-start":
     from handler import snapstart
 
     snapstart.register(SERVICE.warm_up, SERVICE.state.refresh)
+stop_cleanly_on_sigterm(SERVICE.telemetry.log)
 SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
                       threads=SERVICE.model.threads, **SERVICE.init_durations)
 

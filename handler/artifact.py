@@ -6,6 +6,7 @@ message that says what was expected, so the runtime reports a clear ``Runtime.In
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -90,7 +91,13 @@ def _check_sha256(path: Path, expected: str) -> None:
 
 
 def _download_s3(uri: str, cache_dir: Path) -> Path:
-    """Download a file or a folder prefix once per environment; returns the local path."""
+    """Download a file or a folder prefix once per environment; returns the local path.
+
+    On Lambda Managed Instances every process of an environment runs this init at once and
+    shares ``/tmp``: an exclusive ``flock`` lets one of them download, into a private staging
+    folder renamed into place; the others wait on the lock and reuse the result. The remote
+    ETags are stamped beside it, so a changed object is fetched again (and a stale local cache
+    is never served)."""
     # boto3 is heavy (~0.3 s) and only needed for S3-hosted models: imported in this branch only.
     try:
         import boto3
@@ -103,21 +110,77 @@ def _download_s3(uri: str, cache_dir: Path) -> Path:
     s3 = boto3.client("s3")
     target = cache_dir / bucket / key.rstrip("/")
     try:
-        if key.endswith(MODEL_SUFFIXES):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, key, str(target))
-            return target
-        prefix = key.rstrip("/") + "/"
-        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        keys = [obj["Key"] for page in pages for obj in page.get("Contents", ())]
-        if not keys:
+        objects = _listing(s3, bucket, key)
+        if not objects:
             raise ModelLoadError(f"{uri}: no objects under this prefix")
-        for object_key in keys:
-            dest = target / object_key[len(prefix):]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, object_key, str(dest))
+        stamp = "".join(f"{name}\t{etag}\n" for name, _, etag in objects)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _Exclusive(target.with_name(target.name + ".lock")):
+            stamp_file = target.with_name(target.name + ".etags")
+            if target.exists() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+                return target
+            _fetch_into_place(s3, bucket, objects, target, single=key.endswith(MODEL_SUFFIXES))
+            _write_atomically(stamp_file, stamp)
     except ModelLoadError:
         raise
     except Exception as exc:  # botocore's errors: no access, no such bucket/key, network
         raise ModelLoadError(f"{uri}: download failed: {exc}") from exc
     return target
+
+
+def _listing(s3: object, bucket: str, key: str) -> list[tuple[str, str, str]]:
+    """``(name under the target, object key, ETag)`` of a model file or of a folder prefix."""
+    if key.endswith(MODEL_SUFFIXES):
+        return [("", key, s3.head_object(Bucket=bucket, Key=key)["ETag"])]  # type: ignore[attr-defined]
+    prefix = key.rstrip("/") + "/"
+    pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
+        Bucket=bucket, Prefix=prefix)
+    return [(obj["Key"][len(prefix):], obj["Key"], obj["ETag"])
+            for page in pages for obj in page.get("Contents", ())]
+
+
+def _fetch_into_place(s3: object, bucket: str, objects: list[tuple[str, str, str]],
+                      target: Path, *, single: bool) -> None:
+    """Download into a staging folder unique to this process, then rename: a reader never
+    sees a half-written model."""
+    import shutil
+    import tempfile
+
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for name, object_key, _ in objects:
+            dest = staging / (name or target.name)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, object_key, str(dest))  # type: ignore[attr-defined]
+        if single:
+            os.replace(staging / target.name, target)
+            return
+        if target.exists():  # an older version: moved aside, dropped with the staging folder
+            os.rename(target, staging / ".replaced")
+        os.rename(staging, target)
+        staging = target / ".replaced"
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+class _Exclusive:
+    """An exclusive ``flock`` on ``path`` for the ``with`` block (released if the process dies)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl  # Linux/macOS only, as Lambda is; needed only for s3:// models
+
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)  # closing the descriptor releases the lock

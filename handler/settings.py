@@ -67,7 +67,9 @@ VARIABLES: tuple[Variable, ...] = (
              "`tensor`."),
     Variable("threads", _non_negative_int, 0,
              "ONNX Runtime intra-op threads; 0 = from the function's memory (1,769 MB per "
-             "vCPU, max 6, capped by visible CPUs)."),
+             "vCPU, max 6, capped by visible CPUs), or 1 on Lambda Managed Instances (detected "
+             "by `AWS_LAMBDA_MAX_CONCURRENCY`: one process per concurrent request already fills "
+             "the vCPUs)."),
     Variable("graph_optimization", _choice("auto", "disable", "basic", "extended", "all"), "auto",
              "Online graph optimization at session load; `auto` = off for an artifact "
              "optimized offline for this onnxruntime version, `basic` otherwise."),
@@ -138,6 +140,8 @@ class Settings(NamedTuple):
                     raise ValueError(f"{var.env_name}: {exc}") from None
             else:
                 values[var.field] = var.default
+        if values["threads"] == 0 and env.get("AWS_LAMBDA_MAX_CONCURRENCY"):
+            values["threads"] = 1  # Managed Instances: processes, not threads, use the vCPUs
         memory = env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
         values["memory_mb"] = int(memory) if memory.isdigit() else None
         values["initialization_type"] = env.get("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")

@@ -2,8 +2,9 @@
 
 Every place that names the shipped model is set to NAME, in place:
 
-- ``template.yaml``: ``InferenceFunction``'s ``Metadata.DockerBuildArgs.MODEL`` (what the image
-  copies) and the ``ModelPath`` parameter's ``Default`` (``ONNX_LAMBDA_MODEL`` of both variants);
+- ``template.yaml``: ``Metadata.DockerBuildArgs.MODEL`` of ``InferenceFunction`` and
+  ``InferenceManagedFunction`` (what the images copy) and the ``ModelPath`` parameter's
+  ``Default`` (``ONNX_LAMBDA_MODEL`` of every variant);
 - ``handler/Dockerfile``: ``ARG MODEL=NAME`` (a plain ``docker build`` ships the same);
 - ``layers/Makefile``: ``MODEL ?= NAME`` (the zip + layer variant, strategy ``snapstart``);
 - ``samconfig.toml``: ``ModelPath="models/NAME"`` in every ``parameter_overrides`` (a value saved
@@ -30,7 +31,9 @@ TEMPLATE = "template.yaml"
 DOCKERFILE = "handler/Dockerfile"
 MAKEFILE = "layers/Makefile"
 SAMCONFIG = "samconfig.toml"
-BUILD_ARG = ("Resources", "InferenceFunction", "Metadata", "DockerBuildArgs", "MODEL")
+# Both image functions: InferenceFunction, and InferenceManagedFunction (Managed Instances).
+BUILD_ARGS = tuple(("Resources", function, "Metadata", "DockerBuildArgs", "MODEL")
+                   for function in ("InferenceFunction", "InferenceManagedFunction"))
 MODEL_PATH = ("Parameters", "ModelPath", "Default")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 DOCKER_ARG = re.compile(r"^ARG MODEL=(\S*)[ \t]*$", re.MULTILINE)
@@ -76,7 +79,7 @@ def _needs_text_requirements(root: Path, name: str) -> bool:
         pipeline = json.loads((root / "models" / name / "model.json").read_text()).get("pipeline")
     except (OSError, ValueError, AttributeError):
         return False
-    build_args = _get(load_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARG[:-1])
+    build_args = _get(load_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])
     return pipeline == "text-embedding" and "EXTRA_REQUIREMENTS" not in build_args
 
 
@@ -112,7 +115,9 @@ def apply(root: Path, name: str) -> list[str]:
             raise DeployConfigError(f"{paths[rel]} not found: run from the project root "
                                     "or pass --root")
     try:
-        template = yaml_set(before[TEMPLATE] or "", BUILD_ARG, name)
+        template = before[TEMPLATE] or ""
+        for build_arg in BUILD_ARGS:
+            template = yaml_set(template, build_arg, name)
         paths[TEMPLATE].write_text(yaml_set(template, MODEL_PATH, f"models/{name}"), "utf-8")
         paths[DOCKERFILE].write_text(_replace_one(DOCKER_ARG, before[DOCKERFILE] or "",
                                                   f"ARG MODEL={name}", DOCKERFILE), "utf-8")
@@ -136,7 +141,8 @@ def shipped(root: Path) -> dict[str, str | None]:
     """The model each place names (None: a samconfig section that leaves it to the template)."""
     template = load_yaml((root / TEMPLATE).read_text(encoding="utf-8"))
     names: dict[str, str | None] = {
-        "template DockerBuildArgs": str(_get(template, BUILD_ARG)),
+        "template DockerBuildArgs": str(_get(template, BUILD_ARGS[0])),
+        "template managed DockerBuildArgs": str(_get(template, BUILD_ARGS[1])),
         "template ModelPath": str(_get(template, MODEL_PATH)).removeprefix("models/"),
     }
     for pattern, rel in ((DOCKER_ARG, DOCKERFILE), (MAKE_DEFAULT, MAKEFILE)):
@@ -246,7 +252,8 @@ def _verify(root: Path, before: dict[str, str | None], name: str) -> None:
     """Parse every file back: the model is NAME everywhere, nothing else differs."""
     after = {rel: (root / rel).read_text(encoding="utf-8") for rel in before}
     expected = load_yaml(before[TEMPLATE] or "")
-    _set(expected, BUILD_ARG, name)
+    for build_arg in BUILD_ARGS:
+        _set(expected, build_arg, name)
     _set(expected, MODEL_PATH, f"models/{name}")
     if load_yaml(after[TEMPLATE]) != expected:
         raise DeployConfigError(f"{TEMPLATE}: the edit changed more than the model; restored")

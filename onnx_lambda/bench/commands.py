@@ -1,5 +1,5 @@
-"""``onnx-lambda bench``, ``tune`` and ``simulate``. Heavy imports stay inside the commands so
-``onnx-lambda --help`` is instant."""
+"""``onnx-lambda bench``, ``tune``, ``simulate`` and ``price``. Heavy imports stay inside the
+commands so ``onnx-lambda --help`` is instant."""
 
 from __future__ import annotations
 
@@ -118,6 +118,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "cheapest that keeps cold starts under the target (exit status 1 when "
                     "none does). Writes docs/benchmarks/simulate-PATTERN.md/.json/.png.")
     add_arguments(simulate)
+
+    from onnx_lambda.bench import price_cli
+
+    price = subparsers.add_parser(
+        "price", help="monthly cost: on demand, provisioned concurrency, Managed Instances",
+        description="Price one traffic profile on demand, with provisioned concurrency and on "
+                    "Lambda Managed Instances (EC2 + 15 %%, three instances at least, "
+                    "per-process RSS x processes as the memory budget), cheapest first, and "
+                    "say where Managed Instances break even.")
+    price_cli.add_arguments(price)
+    price.set_defaults(func=lambda args: price_cli.run(args, command_line(args)))
 
 
 def command_line(args: argparse.Namespace) -> str:

@@ -88,14 +88,15 @@ class Bill:
     provisioned_idle: float = 0.0
     provisioned_duration: float = 0.0
     warmer: float = 0.0
+    managed_instances: float = 0.0  # EC2 + management fee (bench/managed.py)
 
     @property
     def total(self) -> float:
         return (self.requests + self.on_demand_duration + self.provisioned_idle
-                + self.provisioned_duration + self.warmer)
+                + self.provisioned_duration + self.warmer + self.managed_instances)
 
     def as_dict(self) -> dict[str, float]:
         return {"requests": self.requests, "on_demand_duration": self.on_demand_duration,
                 "provisioned_idle": self.provisioned_idle,
                 "provisioned_duration": self.provisioned_duration, "warmer": self.warmer,
-                "total": self.total}
+                "managed_instances": self.managed_instances, "total": self.total}

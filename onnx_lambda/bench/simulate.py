@@ -1,6 +1,7 @@
 """A Lambda lifecycle model for ``onnx-lambda simulate``: replay arrivals against execution
 environments that start cold, serve one request at a time, are reused while warm and reaped
-after an idle period, with a cold-start strategy (none, a warmer, provisioned concurrency, both).
+after an idle period, with a cold-start strategy (none, a warmer, provisioned concurrency, both,
+or Lambda Managed Instances).
 
 Pure Python and deterministic for a seed. Assumptions (all parameters):
 - a request goes to an idle provisioned environment first, then to the most recently used idle
@@ -11,7 +12,11 @@ Pure Python and deterministic for a seed. Assumptions (all parameters):
   environment for ``hold_ms`` (so they spread over N environments); a ping that finds no idle
   environment starts one (and absorbs its cold start);
 - provisioned environments exist from the start and are never reaped;
-- end-to-end latency = queue-free service time (+ init when cold) + ``network_ms``.
+- end-to-end latency = queue-free service time (+ init when cold) + ``network_ms``;
+- Managed Instances: N instances of ``Workload.instance`` run from the start (initialised before
+  traffic, so no cold start), one process per vCPU; a request waits for the first free
+  process (its queueing counts in its latency). The fleet does not scale within the replay:
+  AWS scales it asynchronously over minutes, so size N for the peak (``candidates`` does).
 """
 
 from __future__ import annotations
@@ -32,16 +37,19 @@ WARMER_OVERHEAD_MS = 50.0  # its own run beyond the longest ping (invoke round t
 class Strategy:
     provisioned: int = 0
     warmer: int = 0
+    managed: int = 0  # Lambda Managed Instances: instances running
 
     @property
     def label(self) -> str:
+        if self.managed:
+            return f"managed-instances {self.managed}"
         parts = ([f"provisioned {self.provisioned}"] if self.provisioned else []) + \
                 ([f"warmer {self.warmer}"] if self.warmer else [])
         return " + ".join(parts) or "none"
 
     @classmethod
     def parse(cls, text: str) -> Strategy:
-        """``none``, ``warmer:N``, ``provisioned:N``, ``both:P,W``."""
+        """``none``, ``warmer:N``, ``provisioned:N``, ``both:P,W``, ``managed:N``."""
         kind, _, arg = text.partition(":")
         try:
             if kind == "none" and not arg:
@@ -50,12 +58,15 @@ class Strategy:
                 return cls(warmer=int(arg))
             if kind == "provisioned":
                 return cls(provisioned=int(arg))
+            if kind == "managed":
+                return cls(managed=int(arg))
             if kind == "both":
                 p, w = arg.split(",")
                 return cls(provisioned=int(p), warmer=int(w))
         except ValueError:
             pass
-        raise ValueError(f"strategy {text!r}: use none, warmer:N, provisioned:N or both:P,W")
+        raise ValueError(f"strategy {text!r}: use none, warmer:N, provisioned:N, both:P,W or "
+                         "managed:N")
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,7 @@ class Workload:
     memory_mb: int = 1769
     arch: str = "x86_64"
     network_ms: float = 0.0
+    instance: str = "c7i.large"  # the Managed Instances type (prices.json)
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,8 @@ class Result:
 
     def as_dict(self) -> dict[str, object]:
         return {"strategy": self.strategy.label, "provisioned": self.strategy.provisioned,
-                "warmer": self.strategy.warmer, "requests": self.requests,
+                "warmer": self.strategy.warmer, "managed": self.strategy.managed,
+                "requests": self.requests,
                 "cold_starts": self.cold_starts, "cold_fraction": self.cold_fraction,
                 "p50_ms": percentile(self.latencies_ms, 50),
                 "p99_ms": percentile(self.latencies_ms, 99),
@@ -172,6 +185,8 @@ def run(arrivals: Sequence[float], workload: Workload, strategy: Strategy, *,
     prices = prices or PriceTable.load()
     rng = random.Random(seed)
     horizon = horizon_s if horizon_s is not None else (arrivals[-1] if arrivals else 0.0)
+    if strategy.managed:
+        return _run_managed(arrivals, workload, strategy, prices, rng, horizon)
     fleet = _Fleet(rng, workload, lifecycle, strategy.provisioned)
     ticks = ([i * lifecycle.warmer_every_s
               for i in range(int(horizon // lifecycle.warmer_every_s) + 1)]
@@ -222,6 +237,37 @@ def run(arrivals: Sequence[float], workload: Workload, strategy: Strategy, *,
     )
     return Result(strategy, len(arrivals), cold_starts, latencies, fleet.started, fleet.peak,
                   bill)
+
+
+def _run_managed(arrivals: Sequence[float], workload: Workload, strategy: Strategy,
+                 prices: PriceTable, rng: random.Random, horizon: float) -> Result:
+    from onnx_lambda.bench.managed import HOURS_PER_MONTH, instance, managed_terms
+
+    inst = instance(prices, workload.instance)
+    free = [0.0] * (strategy.managed * inst.vcpus)  # when each process is next free
+    latencies, peak, ends = [], 0, []
+    for t in arrivals:
+        start = max(t, heapq.heappop(free))
+        service = rng.choice(workload.service_ms)
+        heapq.heappush(free, start + service / 1000.0)
+        latencies.append((start - t) * 1000.0 + service + workload.network_ms)
+        while ends and ends[0] <= t:
+            heapq.heappop(ends)
+        heapq.heappush(ends, start + service / 1000.0)
+        peak = max(peak, len(ends))
+    terms = managed_terms(prices)
+    scale = SECONDS_PER_MONTH / horizon if horizon > 0 else 0.0
+    ec2 = strategy.managed * inst.per_hour * HOURS_PER_MONTH
+    bill = Bill(requests=scale * len(arrivals) * float(terms["request_per_million"]) / 1e6,
+                managed_instances=ec2 * (1.0 + float(terms["management_fee"])))
+    return Result(strategy, len(arrivals), 0, latencies, strategy.managed, peak, bill)
+
+
+def managed_candidates(peak: int, vcpus: int, minimum: int = 3) -> list[Strategy]:
+    """Managed Instances fleets for a peak concurrency of ``peak``: the smallest that gives each
+    concurrent request a vCPU (three instances at least), and one with twice the headroom."""
+    fit = max(minimum, -(-peak // vcpus))
+    return [Strategy(managed=fit), Strategy(managed=2 * fit)]
 
 
 def candidates(peak: int) -> list[Strategy]:

@@ -33,10 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--burst-spread-ms", type=float, default=200.0)
     parser.add_argument("--peak-to-trough", type=float, default=10.0, help="diurnal")
     parser.add_argument("--strategy", action="append", default=None,
-                        help="none, warmer:N, provisioned:N, both:P,W (repeatable; default: "
-                             "a sweep sized from the unmanaged peak concurrency)")
+                        help="none, warmer:N, provisioned:N, both:P,W, managed:N (repeatable; "
+                             "default: a sweep sized from the unmanaged peak concurrency)")
     parser.add_argument("--memory", type=int, default=1769, metavar="MB")
     parser.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64")
+    parser.add_argument("--instance", default=None,
+                        help="EC2 type of strategy managed:N (default: c7i.large, or c7g.large "
+                             "for arm64)")
     parser.add_argument("--measured", type=Path, default=None,
                         help=f"tune JSON with init and warm samples (default: {TUNE_JSON} "
                              "when present)")
@@ -87,11 +90,17 @@ def workload(args: argparse.Namespace) -> tuple[Any, str]:
         size = min(sizes, key=lambda m: abs(m - args.memory))
         samples = data["samples"][str(size)]
         return (Workload(service_ms=samples["warm_ms"], init_ms=samples["init_ms"],
-                         memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms),
+                         memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms,
+                         instance=_instance(args)),
                 f"measured by `onnx-lambda tune` at {size} MB ({path})")
     return (Workload(service_ms=[args.service_ms], init_ms=[args.init_ms],
-                     memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms),
+                     memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms,
+                     instance=_instance(args)),
             f"assumed: init {args.init_ms} ms, warm {args.service_ms} ms (no tune JSON)")
+
+
+def _instance(args: argparse.Namespace) -> str:
+    return args.instance or ("c7g.large" if args.arch == "arm64" else "c7i.large")
 
 
 def defaults() -> argparse.Namespace:
@@ -118,7 +127,13 @@ def sweep(args: argparse.Namespace, work: Any) -> tuple[list[Any], Any, int, flo
     if args.strategy:
         strategies = [simulate.Strategy.parse(s) for s in args.strategy]
     else:
-        strategies = simulate.candidates(one(simulate.Strategy()).peak_concurrency)
+        from onnx_lambda.bench.cost import PriceTable
+        from onnx_lambda.bench.managed import instance
+
+        peak = one(simulate.Strategy()).peak_concurrency
+        vcpus = instance(PriceTable.load(), work.instance).vcpus
+        strategies = (simulate.candidates(peak)
+                      + simulate.managed_candidates(peak, vcpus))
     results = [one(s) for s in strategies]
     return results, simulate.recommend(results, args.target), len(times), horizon
 

@@ -157,6 +157,11 @@ class Emulator:
                 f"  {name}: {spec.handler} memory {spec.memory_mb} MB, timeout "
                 f"{spec.timeout_s:g} s, concurrency {pool.limit}, provisioned "
                 f"{spec.provisioned}; CPU {cpu}; memory limit {memory}")
+            if spec.processes_per_environment:
+                # Not AWS_LAMBDA_MAX_CONCURRENCY: awslambdaric would fork that many workers
+                # into one environment, and these environments serve one request at a time.
+                lines.append(f"    Managed Instances: {spec.processes_per_environment} processes "
+                             "per environment on AWS; here each environment is one process")
             lines.append(f"    invoke: POST {self.url}{PATH.format(name=name)}")
             if name in self.function_urls:
                 lines.append(f"    function URL: {self.function_urls[name]}/")

@@ -24,6 +24,8 @@ from onnx_lambda.emulator.intrinsics import Resolver, TemplateError, load_yaml
 DEFAULT_MEMORY_MB = 128
 DEFAULT_TIMEOUT_S = 3
 FUNCTION_TYPE = "AWS::Serverless::Function"
+# An HTTP API integration URI as it resolves here: .../functions/NAME[.Alias]/invocations
+_INTEGRATION = re.compile(r"/functions/([A-Za-z0-9]+)(?:\.Alias|\.Version)?/invocations$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class FunctionSpec:
     alias: str | None = None
     function_url: bool = False
     extra_paths: tuple[Path, ...] = ()
+    # Lambda Managed Instances (a CapacityProviderConfig): processes per execution environment
+    processes_per_environment: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,7 @@ class _Reader:
             alias=properties.get("AutoPublishAlias"),
             function_url="FunctionUrlConfig" in properties,
             extra_paths=(self.root,) if task_root.resolve() != self.root else (),
+            processes_per_environment=_processes(properties),
         )
 
     def routes(self, name: str, properties: dict[str, Any]) -> list[RouteSpec]:
@@ -170,6 +175,40 @@ class _Reader:
                 ))
         return routes
 
+    def definition_routes(self, functions: Mapping[str, Any]) -> list[RouteSpec]:
+        """Routes an HttpApi's OpenAPI ``DefinitionBody`` points at an active function: how
+        the template reaches its variants that have no ``Events`` of their own (the zip +
+        layer and the Managed Instances functions)."""
+        routes = []
+        for api in self.resources("AWS::Serverless::HttpApi").values():
+            props = api["Properties"]
+            paths = (props.get("DefinitionBody") or {}).get("paths") or {}
+            for path, item in paths.items():
+                for method, operation in item.items():
+                    integration = operation.get("x-amazon-apigateway-integration") or {}
+                    found = _INTEGRATION.search(str(integration.get("uri", "")))
+                    if found is None or found.group(1) not in functions:
+                        continue
+                    routes.append(RouteSpec(
+                        function=found.group(1), method=method.upper(), path=path,
+                        kind="http-api",
+                        payload_version=str(integration.get("payloadFormatVersion", "2.0")),
+                        stage=str(props.get("StageName", "$default"))))
+        return routes
+
+
+def _processes(properties: Mapping[str, Any]) -> int | None:
+    """Python processes per Managed Instances environment: the configured maximum
+    concurrency, else Lambda's default of 16 per vCPU (memory / GiB per vCPU)."""
+    config = properties.get("CapacityProviderConfig")
+    if not isinstance(config, dict):
+        return None
+    if config.get("PerExecutionEnvironmentMaxConcurrency"):
+        return int(config["PerExecutionEnvironmentMaxConcurrency"])
+    ratio = float(config.get("ExecutionEnvironmentMemoryGiBPerVCpu", 2))
+    memory_mb = int(properties.get("MemorySize", DEFAULT_MEMORY_MB))
+    return 16 * max(1, round(memory_mb / 1024.0 / ratio))
+
 
 def _env_value(value: Any) -> str:
     if isinstance(value, bool):
@@ -188,6 +227,9 @@ def load_template(path: str | Path, parameter_overrides: Mapping[str, str] | Non
         routes.extend(reader.routes(name, resource["Properties"]))
     if not functions:
         raise TemplateError(f"{path}: no active {FUNCTION_TYPE}")
+    covered = {(route.method, route.path) for route in routes}
+    routes += [route for route in reader.definition_routes(functions)
+               if (route.method, route.path) not in covered]
     return TemplateSpec(functions=functions, routes=routes)
 
 

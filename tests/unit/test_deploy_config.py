@@ -65,6 +65,8 @@ def test_every_place_names_the_model_and_nothing_else_changes(project: Path) -> 
     assert template["Parameters"]["ModelPath"]["Default"] == "models/detector-v2"
     metadata = template["Resources"]["InferenceFunction"]["Metadata"]
     assert metadata["DockerBuildArgs"] == {"MODEL": "detector-v2"}
+    managed = template["Resources"]["InferenceManagedFunction"]["Metadata"]["DockerBuildArgs"]
+    assert managed["MODEL"] == "detector-v2"  # the Managed Instances image ships the same model
     args = [i["value"] for i in DockerfileParser(path=str(project / DOCKERFILE)).structure
             if i["instruction"] == "ARG"]
     assert "MODEL=detector-v2" in args
@@ -75,12 +77,13 @@ def test_every_place_names_the_model_and_nothing_else_changes(project: Path) -> 
     assert all('ModelPath="models/detector-v2"' in value for value in overrides)
 
     # targeted edits: the same number of lines, only the value lines differ, comments intact
-    assert [len(changed_lines(before[rel], after[rel])) for rel in FILES] == [2, 1, 1, 3]
+    assert [len(changed_lines(before[rel], after[rel])) for rel in FILES] == [3, 1, 1, 3]
     for rel in FILES:
         comments = [line for line in before[rel].splitlines() if line.lstrip().startswith("#")]
         assert comments and all(line in after[rel].splitlines() for line in comments), rel
     assert changed_lines(before[TEMPLATE], after[TEMPLATE]) == [
         ("    Default: models/digits", "    Default: models/detector-v2"),
+        ("        MODEL: digits", "        MODEL: detector-v2"),
         ("        MODEL: digits", "        MODEL: detector-v2")]
 
     assert apply(project, "detector-v2") == []  # idempotent

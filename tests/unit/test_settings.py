@@ -64,3 +64,13 @@ def test_unknown_prefixed_variables_are_reported() -> None:
     env = {"ONNX_LAMBDA_VERIFY_SHA256": "1", "ONNX_LAMBDA_THREADS": "1",
            "ONNX_LAMBDA_WARM_TARGET": "fn", "OTHER": "x"}
     assert Settings.from_env(env).unknown == ("ONNX_LAMBDA_VERIFY_SHA256",)
+
+
+@pytest.mark.parametrize(("env", "threads"), [
+    ({"AWS_LAMBDA_MAX_CONCURRENCY": "32"}, 1),  # Managed Instances: one thread per process
+    ({"AWS_LAMBDA_MAX_CONCURRENCY": "32", "ONNX_LAMBDA_THREADS": "4"}, 4),  # asked for
+    ({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "3538"}, 0),  # on-demand: left to the memory rule
+])
+def test_threads_default_to_one_per_process_on_managed_instances(env: dict[str, str],
+                                                                 threads: int) -> None:
+    assert Settings.from_env(env).threads == threads

@@ -54,7 +54,8 @@ def test_dashboard_is_json_and_names_only_metrics_the_code_emits(strategy: str) 
     assert ours >= metric_names.HANDLER  # every stage the handler emits is on the dashboard
     assert (ours >= metric_names.WARMER) == (strategy == "warmer")
     assert not ours & metric_names.WARMER or strategy == "warmer"
-    function = "InferenceZipFunction" if strategy == "snapstart" else "InferenceFunction"
+    function = {"snapstart": "InferenceZipFunction",
+                "managed-instances": "InferenceManagedFunction"}.get(strategy, "InferenceFunction")
     for namespace, _, dims in found:
         if namespace == NAMESPACE:
             assert dims == {"FunctionName": function}  # the handler's and warmer's dimension

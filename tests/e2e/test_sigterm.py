@@ -1,0 +1,40 @@
+"""SIGTERM (how Lambda Managed Instances stop their processes) ends an initialised handler
+process cleanly: one JSON shutdown line and exit status 0, not death by signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import models
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+# Initialise, say so, then wait as a runtime process waits for its next event.
+CHILD = "import sys, time, handler.app; print('ready', flush=True); time.sleep(60)"
+
+
+def test_sigterm_logs_a_shutdown_line_and_exits_zero(tmp_path: Path) -> None:
+    model = models.linear(tmp_path / "linear.onnx")
+    env = {**os.environ, "ONNX_LAMBDA_MODEL": str(model), "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD], cwd=ROOT, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None
+    lines = []
+    for line in child.stdout:  # bounded: the child prints a few lines, then "ready"
+        if line.strip() == "ready":
+            break
+        lines.append(line)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    records = [json.loads(line) for line in [*lines, *out.splitlines()] if line.strip()]
+    (shutdown,) = [r for r in records if r["message"] == "shutdown"]
+    assert shutdown["level"] == "INFO" and shutdown["signal"] == "SIGTERM"
+    assert shutdown["pid"] == child.pid
