@@ -144,7 +144,9 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
         settings = None
     if settings is not None:
-        current = _quantize(current, work, settings, evaluate, options, steps, metadata)
+        calibration = [*samples, *options.calibration]
+        current = _quantize(current, work, settings, evaluate, options, steps, metadata,
+                            calibration)
     with steps.step("optimize" if options.optimize else "package") as note:
         shutil.copyfile(current, staging / PORTABLE)
         chosen = PORTABLE
@@ -190,23 +192,29 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
 
 def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
               evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
-              metadata: dict[str, object]) -> Path:
+              metadata: dict[str, object], calibration: list[Feeds]) -> Path:
     """The quantize step: the model to build on, and what was really applied in ``metadata``."""
-    with steps.step("quantize (dynamic INT8)") as note:
+    label = settings.label
+    with steps.step(f"quantize ({label})") as note:
         result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
-                               options.thresholds, on_attempt=note)
+                               options.thresholds, on_attempt=note, calibration=calibration)
         fp32 = sum(result.counts["fp32"].values())
-        applied = {"op_types": list(settings.op_types), "per_channel": settings.per_channel,
-                   "fp32_nodes": list(result.excluded), "nodes": result.counts}
+        applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
+                   "fp32_nodes": list(result.excluded), "nodes": result.counts,
+                   "graph": result.graph}
+        if settings.label in ("int8-static", "int4 gptq"):
+            applied["calibration_samples"] = len(calibration)
         if not result.quantized:
             note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had to "
                           "stay fp32 to pass the gate)")
             metadata["quantization"] = {"type": "none", "reason": "every candidate node kept "
                                         "fp32 to pass the accuracy gate", **applied}
             return current
-        note.title = (f"quantize (dynamic INT8: {result.quantized} node(s) quantized, {fp32} "
+        note.title = (f"quantize ({label}: {result.quantized} node(s) quantized, {fp32} "
                       "kept fp32)")
-        metadata["quantization"] = {"type": "dynamic-int8", **applied}
+        # int8-dynamic keeps the type manifests had before the menu ("dynamic-int8").
+        kind = "dynamic-int8" if settings.method == "int8-dynamic" else settings.method
+        metadata["quantization"] = {"type": kind, "method": label, **applied}
         return work / "quantized.onnx"
 
 
@@ -223,12 +231,14 @@ def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:
-    wanted = options.quantize if options.quantize is not None else spec.quantize is not None
-    if not wanted:
+    method = options.quantize
+    if method == "none" or (method is None and spec.quantize is None):
         return None
     settings = spec.quantize or quantize.QuantizeSettings()
-    if options.quantize_ops is not None:
-        settings = dataclasses.replace(settings, op_types=options.quantize_ops)
-    if options.max_fp32_nodes is not None:
-        settings = dataclasses.replace(settings, max_fp32_nodes=options.max_fp32_nodes)
-    return settings
+    if method is not None and method != settings.method:
+        # An example's fp32 node list was found for its own method: another one tunes afresh.
+        settings = dataclasses.replace(settings, method=method, exclude=())
+    changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
+               "algo": options.algo, "block_size": options.block_size,
+               "symmetric": options.symmetric}
+    return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,173 @@
+"""The quantization menu: one ``apply`` per method, each writing ``target`` from ``source`` with
+some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``, for ranking).
+
+- ``int8-dynamic``: weights int8 offline, activations quantized at run time (no calibration).
+- ``int8-static``: QDQ int8 weights and activations, activation ranges calibrated (min/max) on
+  the build's samples plus ``--calibration FILE``; onnxruntime fuses the QDQ pairs at load.
+- ``int4``: weight-only, ``MatMulNBits`` blocks of ``block_size`` along K; ``--algo`` rtn
+  (round to nearest, min/max per block), hqq (half-quadratic, no data) or gptq (Hessian-aware,
+  calibrated like static). Compute in int8 (``accuracy_level`` 4: activations quantized per
+  block at run time), the fastest MatMulNBits path on x86 and arm64.
+- ``fp16``: weights and compute in float16 with fp32 inputs/outputs, sensitive ops (``
+  KEEP_FP32_OPS``) and ``exclude`` kept in fp32. On a CPU without fp16 kernels onnxruntime runs
+  them through inserted casts: the gate still holds, the latency figure tells.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers load on use only
+    from onnx_lambda.build.gate import Feeds
+
+METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
+ALGOS = ("rtn", "hqq", "gptq")
+# What each method can quantize (the settings' op types are intersected with these).
+SUPPORTED_OPS = {
+    "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
+    "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
+    "int4": ("MatMul", "Gather"),
+    "fp16": ("MatMul", "Attention", "Gather", "Gemm", "Conv"),
+}
+# fp16 keeps these in fp32: reductions and normalisations overflow or lose the most in float16.
+KEEP_FP32_OPS = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
+                 "Softmax", "ReduceMean", "ReduceSum", "Pow", "Sqrt", "Erf", "Exp", "Div",
+                 "TopK", "ArgMax")
+ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
+
+
+def samples(feeds: Sequence[Feeds], source: Path) -> Any:
+    """The calibration feeds (the model's inputs only) as a restartable reader: GPTQ
+    deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader
+
+    names = {i.name for i in onnx.load(str(source), load_external_data=False).graph.input}
+
+    class Samples(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
+            self.position = 0
+
+        def get_next(self) -> Feeds | None:
+            if self.position >= len(self.feeds):
+                return None
+            self.position += 1
+            return self.feeds[self.position - 1]
+
+        def rewind(self) -> None:
+            self.position = 0
+
+        def __iter__(self) -> Iterator[Feeds]:
+            return iter(self.feeds)
+
+    return Samples()
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    # The quantizers log advice ("pre-processing", opset upgrades) on the root logger per call.
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
+          per_channel: bool, reduce_range: bool, algo: str, block_size: int, symmetric: bool,
+          keep_fp32_ops: Sequence[str], calibration: Sequence[Feeds], candidates: list[str],
+          exclude: Sequence[str] = (), only: Sequence[str] | None = None) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    skip = list(exclude) if only is None else [n for n in candidates if n not in only]
+    with _quiet():
+        if method == "int8-dynamic":
+            quantize_dynamic(source, target, op_types_to_quantize=list(op_types),
+                             per_channel=per_channel, reduce_range=reduce_range,
+                             weight_type=QuantType.QInt8, nodes_to_exclude=skip,
+                             extra_options={"MatMulConstBOnly": True})
+        elif method == "int8-static":
+            _static(source, target, op_types, per_channel, reduce_range, calibration, skip)
+        elif method == "int4":
+            _int4(source, target, op_types, algo, block_size, symmetric, calibration, skip)
+        elif method == "fp16":
+            _fp16(source, target, keep_fp32_ops, skip)
+        else:
+            raise ValueError(f"unknown quantization method {method!r}")
+
+
+def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bool,
+            reduce_range: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    # U8 activations, S8 weights: the combination onnxruntime's x86 int8 kernels are built for.
+    quantize_static(source, target, samples(calibration, source),
+                    quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
+                    per_channel=per_channel, reduce_range=reduce_range,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    nodes_to_exclude=skip, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"MatMulConstBOnly": True})
+
+
+def _nbits_class() -> Any:
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    class NBits(MatMulNBitsQuantizer):
+        """GPTQ's node table ignores ``nodes_to_exclude``: mark those nodes "fp32" in it (what
+        its RTN path does, and what GPTQ itself honours)."""
+
+        def _generate_q4_node_config(self) -> dict:
+            config = super()._generate_q4_node_config()
+            return {**config, **{name: "fp32" for name in self.nodes_to_exclude}}
+
+    return NBits
+
+
+def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
+          symmetric: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+
+    model = onnx.load(str(source))
+    for index, node in enumerate(model.graph.node):  # GPTQ's topological sort goes by name
+        node.name = node.name or f"{node.op_type}.{index}"
+    ops = tuple(op_types)
+    if algo == "hqq":
+        config: nbits.WeightOnlyQuantConfig = nbits.HQQWeightOnlyQuantConfig(
+            block_size=block_size, op_types_to_quantize=ops)
+    elif algo == "gptq":
+        config = nbits.GPTQWeightOnlyQuantConfig(
+            calibration_data_reader=samples(calibration, source),
+            block_size=block_size, op_types_to_quantize=ops)
+    else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
+        config = nbits.DefaultWeightOnlyQuantConfig(
+            block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
+            op_types_to_quantize=ops)
+    quantizer = _nbits_class()(
+        model, block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
+        nodes_to_exclude=skip, op_types_to_quantize=ops, algo_config=config)
+    quantizer.process()
+    result = quantizer.model.model
+    for node in result.graph.node:  # HQQ and GPTQ do not take the accuracy level themselves
+        if node.op_type == "MatMulNBits" and not any(a.name == "accuracy_level"
+                                                      for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("accuracy_level", ACCURACY_LEVEL))
+    onnx.save(result, str(target))
+
+
+def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[str]) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
+
+    model = convert_float_to_float16(
+        copy.deepcopy(onnx.load(str(source))), keep_io_types=True,
+        op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST, *keep_fp32_ops}), node_block_list=skip)
+    onnx.save(model, str(target))
