@@ -137,10 +137,15 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
 
     model = onnx.load(str(source))
-    for index, node in enumerate(model.graph.node):  # GPTQ's topological sort goes by name
-        node.name = node.name or f"{node.op_type}.{index}"
     ops = tuple(op_types)
     if algo == "hqq":
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:  # onnxruntime's HQQ computes in torch
+            from onnx_lambda.build.errors import BuildError
+
+            raise BuildError("int4 --algo hqq needs torch: pip install -e '.[examples]' "
+                             "(or use --algo rtn / gptq)")
         config: nbits.WeightOnlyQuantConfig = nbits.HQQWeightOnlyQuantConfig(
             block_size=block_size, op_types_to_quantize=ops)
     elif algo == "gptq":

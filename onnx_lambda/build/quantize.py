@@ -130,6 +130,9 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     """Quantize ``source`` into ``target`` so that ``evaluate(target)`` passes ``limits``;
     ``calibration``: the feeds int8-static and int4 gptq calibrate on."""
     model = onnx.load(str(source))
+    unnamed = [node for node in model.graph.node if not node.name]
+    for index, node in enumerate(unnamed):  # exclusions and counts go by node name
+        node.name = f"{node.op_type}.unnamed.{index}"
     ops = op_types(settings)
     names = candidates(model, ops)
     if not names:
@@ -142,7 +145,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
             f"{supported}). Build without --quantize, or name other op types with "
             "--quantize-ops (e.g. Gather for embedding tables).")
     op_of = {node.name: node.op_type for node in model.graph.node}
-    if weights_as_initializers(model, names):
+    if weights_as_initializers(model, names) or unnamed:
         source = target.with_name(f"{target.stem}.weights.onnx")
         onnx.save(model, str(source))
     excluded = tuple(n for n in settings.exclude if n in names)
