@@ -67,9 +67,14 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--hidden-size", type=int, default=0,
                        help="hidden size, for the Attention fusion (default: detect)")
     steps.add_argument("--quantize", nargs="?", const="int8-dynamic", default=None,
-                       choices=(*METHODS, "none"), metavar="METHOD",
-                       help=f"quantize, gated: {' | '.join(METHODS)} (--quantize alone: "
+                       choices=(*METHODS, "auto", "none"), metavar="METHOD",
+                       help=f"quantize, gated: {' | '.join(METHODS)} | auto (--quantize alone: "
                             "int8-dynamic; default: off, on for minilm); put it after SOURCE")
+    steps.add_argument("--objective", choices=("latency", "size"), default="latency",
+                       help="--quantize auto keeps the passing method with the lowest batch-1 "
+                            "p50 (latency, default) or the smallest file (size)")
+    steps.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                       help="--quantize auto starts no further try after this long (600)")
     steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
                        help="no quantization (same as --quantize none)")
     steps.add_argument("--algo", choices=ALGOS,
@@ -117,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
         fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
         max_fp32_nodes=args.max_fp32_nodes, algo=args.algo, block_size=args.block_size,
-        symmetric=args.symmetric,
+        symmetric=args.symmetric, objective=args.objective, budget_s=args.budget,
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
     try:
@@ -145,7 +150,7 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
     import numpy as np
 
-    if args.quantize not in ("int8-static", "int4") or (
+    if args.quantize not in ("int8-static", "int4", "auto") or (
             args.quantize == "int4" and args.algo != "gptq"):
         raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
                           "--algo gptq (the other methods do not calibrate)")

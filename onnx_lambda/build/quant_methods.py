@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,11 +28,13 @@ if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers loa
 
 METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
 ALGOS = ("rtn", "hqq", "gptq")
-# What each method can quantize (the settings' op types are intersected with these).
+# What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
 SUPPORTED_OPS = {
     "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
     "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
-    "int4": ("MatMul", "Gather"),
+    "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
+    "int4 hqq": ("MatMul",),
+    "int4 gptq": ("MatMul",),
     "fp16": ("MatMul", "Attention", "Gather", "Gemm", "Conv"),
 }
 # fp16 keeps these in fp32: reductions and normalisations overflow or lose the most in float16.
@@ -71,14 +74,22 @@ def samples(feeds: Sequence[Feeds], source: Path) -> Any:
 
 @contextmanager
 def _quiet() -> Iterator[None]:
-    # The quantizers log advice ("pre-processing", opset upgrades) on the root logger per call.
+    """The quantizers log advice ("pre-processing", opset upgrades) on the root logger per call,
+    and ``matmul_nbits_quantizer`` runs ``logging.basicConfig(level=INFO)`` when imported:
+    imported here first, its handler and level are undone afterwards."""
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
+    import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: F401
+
     root.setLevel(logging.ERROR)
     try:
-        yield
+        with warnings.catch_warnings():  # HQQ's torch.from_numpy on a read-only weight
+            warnings.simplefilter("ignore", UserWarning)
+            yield
     finally:
         root.setLevel(level)
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
 
 
 def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
@@ -109,12 +120,15 @@ def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bo
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     # U8 activations, S8 weights: the combination onnxruntime's x86 int8 kernels are built for.
+    # The ranges depend on the source and the op types only, not on the nodes excluded: tuning's
+    # attempts on one source (a fresh build folder) calibrate once and reuse the cache.
+    cache = target.parent / f"{source.stem}.calibration.json"
     quantize_static(source, target, samples(calibration, source),
                     quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
                     per_channel=per_channel, reduce_range=reduce_range,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                     nodes_to_exclude=skip, calibrate_method=CalibrationMethod.MinMax,
-                    extra_options={"MatMulConstBOnly": True})
+                    extra_options={"MatMulConstBOnly": True}, calibration_cache_path=cache)
 
 
 def _nbits_class() -> Any:

@@ -85,8 +85,9 @@ def quantize(source: Path, target: Path, settings: QuantizeSettings, names: list
 
 def op_types(settings: QuantizeSettings) -> tuple[str, ...]:
     """The settings' op types this method can quantize."""
-    return tuple(op for op in settings.op_types
-                 if op in quant_methods.SUPPORTED_OPS[settings.method])
+    supported = quant_methods.SUPPORTED_OPS.get(settings.label,
+                                                quant_methods.SUPPORTED_OPS[settings.method])
+    return tuple(op for op in settings.op_types if op in supported)
 
 
 def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:
@@ -137,11 +138,12 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     names = candidates(model, ops)
     if not names:
         wanted = "/".join(ops) or "/".join(settings.op_types)
-        supported = ", ".join(quant_methods.SUPPORTED_OPS[settings.method])
+        supported = ", ".join(quant_methods.SUPPORTED_OPS.get(
+            settings.label, quant_methods.SUPPORTED_OPS[settings.method]))
         present = ", ".join(sorted({n.op_type for n in model.graph.node})[:12])
         raise NothingToQuantizeError(
             f"{source.name}: nothing to quantize with {settings.label}: no {wanted} node with a "
-            f"constant weight (the graph has {present}; {settings.method} quantizes "
+            f"constant weight (the graph has {present}; {settings.label} quantizes "
             f"{supported}). Build without --quantize, or name other op types with "
             "--quantize-ops (e.g. Gather for embedding tables).")
     op_of = {node.name: node.op_type for node in model.graph.node}

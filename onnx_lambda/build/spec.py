@@ -40,7 +40,9 @@ class BuildOptions:
     level: str = "extended"
     ort_format: bool = False
     fuse: str = "auto"  # auto | bert | none
-    quantize: str | None = None  # a quant_methods.METHODS name, "none", or None = the spec's
+    quantize: str | None = None  # a quant_methods.METHODS name, "auto", "none"; None: the spec's
+    objective: str = "latency"  # auto: latency | size
+    budget_s: float = 600.0  # auto: no try starts after this many seconds
     quantize_ops: tuple[str, ...] | None = None
     max_fp32_nodes: int | None = None
     algo: str | None = None  # int4: rtn | hqq | gptq (None: the settings' default)

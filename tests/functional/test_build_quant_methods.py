@@ -167,7 +167,7 @@ def test_int4_on_a_graph_without_matmul_is_nothing_to_quantize(
     source = conv_net(tmp_path / "conv.onnx")
     assert build(source, tmp_path / "out", "--quantize", "int4", "--quantize-ops", "Conv") == 8
     err = " ".join(capsys.readouterr().err.split())
-    assert "nothing to quantize with int4 rtn" in err and "int4 quantizes MatMul, Gather" in err
+    assert "nothing to quantize with int4 rtn" in err and "int4 rtn quantizes MatMul, Gather" in err
 
 
 def test_no_quantize_and_quantize_none_build_fp32(tmp_path: Path) -> None:
@@ -176,3 +176,45 @@ def test_no_quantize_and_quantize_none_build_fp32(tmp_path: Path) -> None:
         out = tmp_path / flag[-1].strip("-")
         assert build(source, out, *flag) == 0
         assert "quantization" not in Manifest.load(out).metadata
+
+
+def auto_tries(out: Path) -> list[dict]:
+    return Manifest.load(out).metadata["quantization"]["auto"]["tries"]
+
+
+def test_auto_keeps_the_best_passing_method_for_the_objective(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.chain(tmp_path / "chain.onnx", layers=4, width=128)
+    for objective in ("size", "latency"):
+        out = tmp_path / objective
+        assert build(source, out, "--quantize", "auto", "--objective", objective,
+                     "--min-cosine", "0.95", "--min-cosine-floor", "0.9") == 0
+        tries = auto_tries(out)
+        passed = [t for t in tries if t["outcome"] == "passed"]
+        key = "size_bytes" if objective == "size" else "p50_ms"
+        best = min(passed, key=lambda t: t[key])
+        assert [t["method"] for t in tries if t["chosen"]] == [best["method"]]
+        assert Manifest.load(out).metadata["quantization"]["method"] == best["method"]
+        assert f"quantize (auto → {best['method']}:" in capsys.readouterr().err
+    assert min(auto_tries(tmp_path / "size"), key=lambda t: t.get("size_bytes", 1e12))[
+        "method"].startswith("int4")
+
+
+def test_auto_honours_its_time_budget(tmp_path: Path) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "auto", "--budget", "0") == 0
+    tries = auto_tries(out)
+    assert tries[0]["outcome"] == "passed" and tries[0]["chosen"]
+    assert {t["outcome"] for t in tries[1:]} <= {"skipped (time budget 0 s spent)",
+                                                 "skipped (needs torch)"}
+
+
+def test_auto_fails_clearly_when_no_method_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    assert build(source, tmp_path / "q", "--quantize", "auto", "--max-abs-error", "0",
+                 "--max-fp32-nodes", "0", "--budget", "60") == 5
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--quantize auto: no method passed the accuracy gate" in err
+    assert "int8-dynamic: failed the gate" in err and "Traceback" not in err
