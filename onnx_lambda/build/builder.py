@@ -30,6 +30,7 @@ from onnx_lambda.build import (
     optimize,
     output,
     quant_auto,
+    quant_methods,
     quantize,
     signature,
 )
@@ -212,7 +213,7 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
         fp32 = sum(result.counts["fp32"].values())
         applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
                    "fp32_nodes": list(result.excluded), "nodes": result.counts,
-                   "graph": result.graph}
+                   "graph": result.graph, "tuned_on": quant_methods.cpu()}
         if settings.label in ("int8-static", "int4 gptq"):
             applied["calibration_samples"] = len(calibration)
         if auto:

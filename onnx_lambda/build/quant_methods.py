@@ -15,8 +15,11 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import logging
+import platform
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +45,25 @@ KEEP_FP32_OPS = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLaye
                  "Softmax", "ReduceMean", "ReduceSum", "Pow", "Sqrt", "Erf", "Exp", "Div",
                  "TopK", "ArgMax")
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
+
+
+# The instruction-set features the int8 / int4 / fp16 kernels choose their paths by.
+_ISA = ("avx2", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
+        "amx_int8", "asimddp", "asimdhp", "fphp", "i8mm", "sve", "bf16")
+
+
+def cpu() -> dict[str, Any]:
+    """The build machine's CPU as the kernels see it (Linux ``/proc/cpuinfo`` flags): what a
+    quantized artifact's measured figures hold for. Another CPU may pick other kernels."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags.update(line.partition(":")[2].split())
+    return {"machine": platform.machine(), "isa": [f for f in _ISA if f in flags]}
 
 
 def samples(feeds: Sequence[Feeds], source: Path) -> Any:
@@ -173,7 +195,8 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
     quantizer = _nbits_class()(
         model, block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
         nodes_to_exclude=skip, op_types_to_quantize=ops, algo_config=config)
-    quantizer.process()
+    with contextlib.redirect_stdout(io.StringIO()):  # GPTQ prints a progress bar
+        quantizer.process()
     result = quantizer.model.model
     for node in result.graph.node:  # HQQ and GPTQ do not take the accuracy level themselves
         if node.op_type == "MatMulNBits" and not any(a.name == "accuracy_level"

@@ -4,6 +4,7 @@ too much, and int4 shrinks a MatMul-heavy model."""
 
 from __future__ import annotations
 
+import platform
 from collections import Counter
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def test_each_method_builds_and_the_manifest_counts_what_the_file_holds(
     assert quant["type"] == ("dynamic-int8" if method[0] == "int8-dynamic" else method[0])
     assert quant["method"] == " ".join(m for m in method if m != "--algo")
     assert quant["nodes"] == {"quantized": {"MatMul": 2}, "fp32": {}}
+    assert quant["tuned_on"]["machine"] == platform.machine()
     # The whole-graph counts are the portable file's real op counts, precision by precision.
     held = ops(out / "model.onnx")
     counted: Counter[str] = Counter()
