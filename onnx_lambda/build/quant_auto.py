@@ -19,7 +19,7 @@ from typing import Any
 from handler.artifact import Artifact
 from handler.model import Model
 from onnx_lambda.build import measure, quantize
-from onnx_lambda.build.errors import AccuracyGateError, BuildError
+from onnx_lambda.build.errors import AccuracyGateError, BuildError, NothingToQuantizeError
 from onnx_lambda.build.gate import Feeds, Thresholds
 
 # (method, int4 algo) in the order tried: cheap and usually best first, so a short budget still
@@ -65,9 +65,10 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
         try:
             result = quantize.tune(source, target, settings, evaluate, limits,
                                    on_attempt=on_attempt, calibration=calibration)
-        except BuildError as exc:  # the gate refused it, or nothing to quantize for it
+        except BuildError as exc:  # the gate refused it, nothing to quantize, a broken result
             row["outcome"] = ("failed the gate" if isinstance(exc, AccuracyGateError)
-                              else "nothing to quantize")
+                              else "nothing to quantize" if isinstance(exc, NothingToQuantizeError)
+                              else "failed")
             row["reason"] = exc.message.splitlines()[0]
             continue
         size = target.stat().st_size

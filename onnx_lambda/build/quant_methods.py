@@ -16,7 +16,6 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 import logging
 import platform
@@ -209,7 +208,36 @@ def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[s
     import onnx
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
+    from onnx_lambda.build import graph_math
+
+    model = onnx.load(str(source))
+    # The pipeline math build-model appended (pooling, normalisation, softmax) stays fp32 as a
+    # whole: the converter would cast between its nodes, and its tiny clip constants (1e-9,
+    # 1e-12) vanish in float16 (0 / 0 for a row the mask empties). So the core is converted
+    # alone, its tensors the math reads made outputs (fp32 at the edge), and the math put back.
+    appended = [n for n in model.graph.node if n.name.startswith(graph_math.PREFIX)]
+    produced = {o for n in appended for o in n.output}
+    used = {i for n in appended for i in n.input}
+    math_inits = [t for t in model.graph.initializer if t.name in used
+                  and not any(t.name in n.input for n in model.graph.node
+                              if n not in appended)]
+    outputs = list(model.graph.output)
+    core_outputs = {o for n in model.graph.node if n not in appended for o in n.output} \
+        & used - produced
+    for node in appended:
+        model.graph.node.remove(node)
+    for tensor in math_inits:
+        model.graph.initializer.remove(tensor)
+    del model.graph.output[:]
+    model.graph.output.extend([o for o in outputs if o.name not in produced] + [
+        onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+        for name in sorted(core_outputs)])
     model = convert_float_to_float16(
-        copy.deepcopy(onnx.load(str(source))), keep_io_types=True,
-        op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST, *keep_fp32_ops}), node_block_list=skip)
+        model, keep_io_types=True, op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST,
+                                                         *keep_fp32_ops}),
+        node_block_list=skip)
+    model.graph.node.extend(appended)
+    model.graph.initializer.extend(math_inits)
+    del model.graph.output[:]
+    model.graph.output.extend(outputs)
     onnx.save(model, str(target))

@@ -21,9 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
+from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
 from onnx_lambda.build import quant_methods
-from onnx_lambda.build.errors import AccuracyGateError, NothingToQuantizeError
+from onnx_lambda.build.errors import (
+    AccuracyGateError,
+    BuildError,
+    NothingToQuantizeError,
+    QuantizeError,
+)
 from onnx_lambda.build.gate import Accuracy, Feeds, Thresholds
 
 
@@ -155,8 +161,22 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
 
     def run(path: Path, exclude: Sequence[str] = (), only: Sequence[str] | None = None
             ) -> Accuracy:
-        quantize(source, path, settings, names, exclude, only, calibration)
-        return evaluate(path)
+        try:
+            quantize(source, path, settings, names, exclude, only, calibration)
+        except BuildError:
+            raise
+        except Exception as exc:  # a third-party quantizer's own refusal (NotImplemented, assert)
+            raise QuantizeError(f"{settings.label} cannot quantize this model "
+                                f"({type(exc).__name__}: {str(exc)[:300]}); try another "
+                                "--quantize method, or build without --quantize.") from exc
+        try:
+            return evaluate(path)
+        except (ort_errors.Fail, ort_errors.InvalidGraph, ort_errors.InvalidArgument,
+                ort_errors.NotImplemented, ort_errors.RuntimeException) as exc:
+            path.unlink(missing_ok=True)
+            raise QuantizeError(f"{settings.label} wrote a model onnxruntime cannot run here "
+                                f"({str(exc).splitlines()[0][:300]}); try another --quantize "
+                                "method, or build without --quantize.") from exc
 
     def attempt(exclude: tuple[str, ...]) -> Accuracy:
         accuracy = run(target, exclude)

@@ -220,3 +220,45 @@ def test_auto_fails_clearly_when_no_method_passes(
     err = " ".join(capsys.readouterr().err.split())
     assert "--quantize auto: no method passed the accuracy gate" in err
     assert "int8-dynamic: failed the gate" in err and "Traceback" not in err
+
+
+def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Third-party quantizers raise their own exceptions, or write graphs onnxruntime rejects
+    (fp16 on a graph its converter cannot type): exit 1 naming the method, no traceback."""
+    from onnx_lambda.build import quant_methods
+
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+
+    def refuse(method: str, source: Path, target: Path, **_: object) -> None:
+        raise NotImplementedError("Gather quantization is not supported yet")
+
+    def broken(method: str, source: Path, target: Path, **_: object) -> None:
+        model = onnx.load(str(source))
+        model.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(
+            np.zeros((32, 64), np.float16), model.graph.initializer[0].name))
+        onnx.save(model, str(target))
+
+    for apply, message in ((refuse, "int4 rtn cannot quantize this model (NotImplementedError"),
+                           (broken, "int4 rtn wrote a model onnxruntime cannot run here")):
+        monkeypatch.setattr(quant_methods, "apply", apply)
+        assert build(source, tmp_path / "out", "--quantize", "int4") == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert message in err and "Traceback" not in err
+        assert not (tmp_path / "out").exists()
+
+
+def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
+    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) stays fp32."""
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=16)
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "q"
+    assert build(source, out, "--pipeline", "text-embedding", "--file", str(tokenizer),
+                 "--quantize", "fp16", "--quantize-ops", "Gather") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
+    names = {n.name: n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node}
+    table = quantize.precisions(onnx.load(str(out / "model.onnx")), by_node=True)
+    appended = [name for name in names if name.startswith("onnx_lambda/")]
+    assert appended and all(table[name][1] == "fp32" for name in appended)
