@@ -243,13 +243,18 @@ def precisions(model: onnx.ModelProto, *, by_node: bool = False) -> dict:
     """Every node of ``model`` by the precision it computes in → op type → count (or, with
     ``by_node``, node name → (op type, precision)): int8 (quantized operators), int8 (qdq)
     (fed by a DequantizeLinear: onnxruntime fuses the pair into an int8 kernel where it has
-    one), intN (block-quantized weights), fp16 (touches a float16 tensor), fp32 (the rest)."""
+    one), intN (block-quantized weights), int8 also for a node reading an int8 initializer
+    (dynamic quantization's Gather), fp16 (touches a float16 tensor), fp32 (the rest)."""
     fp16 = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
+    # A Gather on a quantized table reads int8 weights directly (a DequantizeLinear follows).
+    int8 = {t.name for t in model.graph.initializer
+            if t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
     dequantized: set[str] = set()
     table: dict[str, tuple[str, str]] = {}
     counts: dict[str, dict[str, int]] = {}
     for index, node in enumerate(model.graph.node):
-        if node.op_type in _INT8_OPS:
+        if node.op_type in _INT8_OPS or (node.op_type not in _QDQ_OPS
+                                         and int8.intersection(node.input)):
             precision = "int8"
         elif node.op_type in _BLOCK_OPS:
             bits = next((a.i for a in node.attribute if a.name == "bits"), 4)

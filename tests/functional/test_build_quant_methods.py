@@ -262,3 +262,15 @@ def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
     table = quantize.precisions(onnx.load(str(out / "model.onnx")), by_node=True)
     appended = [name for name in names if name.startswith("onnx_lambda/")]
     assert appended and all(table[name][1] == "fp32" for name in appended)
+
+
+def test_a_dynamically_quantized_gather_counts_as_int8(tmp_path: Path) -> None:
+    """quantize_dynamic keeps a Gather's name and op type and gives it an int8 table: it is
+    quantized (this was counted as fp32)."""
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=64)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "--quantize-ops", "Gather",
+                 "--min-cosine-floor", "0.9") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
+    assert quant["graph"]["int8"]["Gather"] == 1
