@@ -253,12 +253,12 @@ def precisions(model: onnx.ModelProto, *, by_node: bool = False) -> dict:
     table: dict[str, tuple[str, str]] = {}
     counts: dict[str, dict[str, int]] = {}
     for index, node in enumerate(model.graph.node):
-        if node.op_type in _INT8_OPS or (node.op_type not in _QDQ_OPS
-                                         and int8.intersection(node.input)):
-            precision = "int8"
-        elif node.op_type in _BLOCK_OPS:
+        if node.op_type in _BLOCK_OPS:  # packed uint8 blocks: checked before int8 tables
             bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
             precision = f"int{bits}"
+        elif node.op_type in _INT8_OPS or (node.op_type not in _QDQ_OPS
+                                           and int8.intersection(node.input)):
+            precision = "int8"
         elif node.op_type in _QDQ_OPS or dequantized.intersection(node.input):
             precision = "int8 (qdq)"
         elif node.op_type == "Cast":
