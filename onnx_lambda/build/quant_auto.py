@@ -83,6 +83,9 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
             key = (p50, size) if objective == "latency" else (size, p50)
             passed.append((key, Chosen(settings, result, target, tries)))
     elapsed = time.monotonic() - start
+    if not passed and all(row["outcome"].startswith(("nothing", "skipped")) for row in tries):
+        reason = tries[0].get("reason", "nothing to quantize")
+        raise NothingToQuantizeError(f"--quantize auto: {reason}")
     if not passed:
         lines = "\n".join(f"  {row['method']}: {row['outcome']}" for row in tries)
         raise AccuracyGateError(f"--quantize auto: no method passed the accuracy gate "

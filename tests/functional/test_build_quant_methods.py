@@ -274,3 +274,10 @@ def test_a_dynamically_quantized_gather_counts_as_int8(tmp_path: Path) -> None:
     quant = Manifest.load(out).metadata["quantization"]
     assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
     assert quant["graph"]["int8"]["Gather"] == 1
+
+
+def test_auto_on_a_graph_with_nothing_to_quantize_exits_8(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = models.multi_io(tmp_path / "multi.onnx")  # ReduceSum and Mul only
+    assert build(source, tmp_path / "out", "--quantize", "auto") == 8
+    assert "--quantize auto:" in capsys.readouterr().err
