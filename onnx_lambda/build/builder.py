@@ -29,6 +29,8 @@ from onnx_lambda.build import (
     measure,
     optimize,
     output,
+    quant_auto,
+    quant_methods,
     quantize,
     signature,
 )
@@ -144,7 +146,10 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
         settings = None
     if settings is not None:
-        current = _quantize(current, work, settings, evaluate, options, steps, metadata)
+        calibration = [*samples, *options.calibration]
+        current = _quantize(current, work, settings, evaluate, options, steps, metadata,
+                            calibration, found.feeds if found is not None
+                            else _batch_one(samples[0]))
     with steps.step("optimize" if options.optimize else "package") as note:
         shutil.copyfile(current, staging / PORTABLE)
         chosen = PORTABLE
@@ -190,24 +195,42 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
 
 def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
               evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
-              metadata: dict[str, object]) -> Path:
+              metadata: dict[str, object], calibration: list[Feeds], feeds: Feeds) -> Path:
     """The quantize step: the model to build on, and what was really applied in ``metadata``."""
-    with steps.step("quantize (dynamic INT8)") as note:
-        result = quantize.tune(current, work / "quantized.onnx", settings, evaluate,
-                               options.thresholds, on_attempt=note)
+    auto = options.quantize == "auto"
+    title = f"auto, objective {options.objective}" if auto else settings.label
+    with steps.step(f"quantize ({title})") as note:
+        if auto:
+            chosen = quant_auto.choose(current, work, settings, evaluate, options.thresholds,
+                                       calibration, feeds, options.objective, options.budget_s,
+                                       options.level if options.optimize else "basic", note)
+            settings, result, path = chosen.settings, chosen.result, chosen.path
+        else:
+            path = work / "quantized.onnx"
+            result = quantize.tune(current, path, settings, evaluate, options.thresholds,
+                                   on_attempt=note, calibration=calibration)
+        label = f"auto → {settings.label}" if auto else settings.label
         fp32 = sum(result.counts["fp32"].values())
-        applied = {"op_types": list(settings.op_types), "per_channel": settings.per_channel,
-                   "fp32_nodes": list(result.excluded), "nodes": result.counts}
+        applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
+                   "fp32_nodes": list(result.excluded), "nodes": result.counts,
+                   "graph": result.graph, "tuned_on": quant_methods.cpu()}
+        if settings.label in ("int8-static", "int4 gptq"):
+            applied["calibration_samples"] = len(calibration)
+        if auto:
+            applied["auto"] = {"objective": options.objective, "budget_s": options.budget_s,
+                               "tries": chosen.tries}
         if not result.quantized:
             note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had to "
                           "stay fp32 to pass the gate)")
             metadata["quantization"] = {"type": "none", "reason": "every candidate node kept "
                                         "fp32 to pass the accuracy gate", **applied}
             return current
-        note.title = (f"quantize (dynamic INT8: {result.quantized} node(s) quantized, {fp32} "
+        note.title = (f"quantize ({label}: {result.quantized} node(s) quantized, {fp32} "
                       "kept fp32)")
-        metadata["quantization"] = {"type": "dynamic-int8", **applied}
-        return work / "quantized.onnx"
+        # int8-dynamic keeps the type manifests had before the menu ("dynamic-int8").
+        kind = "dynamic-int8" if settings.method == "int8-dynamic" else settings.method
+        metadata["quantization"] = {"type": kind, "method": settings.label, **applied}
+        return path
 
 
 def _batch_one(feeds: Feeds) -> Feeds:
@@ -223,12 +246,14 @@ def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:
-    wanted = options.quantize if options.quantize is not None else spec.quantize is not None
-    if not wanted:
+    method = options.quantize
+    if method == "none" or (method is None and spec.quantize is None):
         return None
     settings = spec.quantize or quantize.QuantizeSettings()
-    if options.quantize_ops is not None:
-        settings = dataclasses.replace(settings, op_types=options.quantize_ops)
-    if options.max_fp32_nodes is not None:
-        settings = dataclasses.replace(settings, max_fp32_nodes=options.max_fp32_nodes)
-    return settings
+    if method not in (None, "auto", settings.method):
+        # An example's fp32 node list was found for its own method: another one tunes afresh.
+        settings = dataclasses.replace(settings, method=method, exclude=())
+    changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
+               "algo": options.algo, "block_size": options.block_size,
+               "symmetric": options.symmetric}
+    return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})

@@ -9,6 +9,7 @@ flags to pass), 8 nothing to quantize, 130/143 cancelled by SIGINT/SIGTERM (noth
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+
+from onnx_lambda.build.quant_methods import ALGOS, METHODS
 
 if TYPE_CHECKING:
     from onnx_lambda.build.builder import BuildReport
@@ -63,8 +66,27 @@ def register(subparsers: Any) -> None:
                        help="attention heads, for the Attention fusion (default: detect)")
     steps.add_argument("--hidden-size", type=int, default=0,
                        help="hidden size, for the Attention fusion (default: detect)")
-    steps.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=None,
-                       help="dynamic INT8 quantization (default: off; on for minilm)")
+    steps.add_argument("--quantize", nargs="?", const="int8-dynamic", default=None,
+                       choices=(*METHODS, "auto", "none"), metavar="METHOD",
+                       help=f"quantize, gated: {' | '.join(METHODS)} | auto (--quantize alone: "
+                            "int8-dynamic; default: off, on for minilm); put it after SOURCE")
+    steps.add_argument("--objective", choices=("latency", "size"), default="latency",
+                       help="--quantize auto keeps the passing method with the lowest batch-1 "
+                            "p50 (latency, default) or the smallest file (size)")
+    steps.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                       help="--quantize auto starts no further try after this long (600)")
+    steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
+                       help="no quantization (same as --quantize none)")
+    steps.add_argument("--algo", choices=ALGOS,
+                       help="int4 weight-only algorithm (default: rtn; gptq calibrates)")
+    steps.add_argument("--block-size", type=_block_size,
+                       help="int4: weights per quantization block, a power of two ≥ 16 "
+                            "(default: 32)")
+    steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
+                       help="int4 rtn: symmetric blocks, no zero point (default: asymmetric)")
+    steps.add_argument("--calibration", type=Path, metavar="FILE",
+                       help="more calibration input for int8-static and int4 --algo gptq: .npz, "
+                            "one array per input (besides the build's own samples)")
     steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
                        help="operator types to quantize (default: MatMul,Attention)")
     steps.add_argument("--max-fp32-nodes", type=int,
@@ -80,6 +102,13 @@ def register(subparsers: Any) -> None:
     _register_inspect(subparsers)
 
 
+def _block_size(text: str) -> int:
+    value = int(text)
+    if value < 16 or value & (value - 1):
+        raise argparse.ArgumentTypeError(f"{text}: a power of two ≥ 16 (16, 32, 64, 128, …)")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
     from onnx_lambda.build import output
@@ -92,13 +121,16 @@ def run(args: argparse.Namespace) -> int:
     options = BuildOptions(
         optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
         fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
-        max_fp32_nodes=args.max_fp32_nodes,
+        max_fp32_nodes=args.max_fp32_nodes, algo=args.algo, block_size=args.block_size,
+        symmetric=args.symmetric, objective=args.objective, budget_s=args.budget,
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
     try:
         with output.cancellable(), \
                 tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
             spec = _spec(args, Path(workdir), console)
+            if args.calibration is not None:
+                options = dataclasses.replace(options, calibration=_calibration(args))
             report = build(spec, args.output, options, console)
     except BuildError as exc:
         console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
@@ -112,6 +144,25 @@ def run(args: argparse.Namespace) -> int:
 
 class _UsageError(Exception):
     pass
+
+
+def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
+    """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
+    import numpy as np
+
+    if args.quantize not in ("int8-static", "int4", "auto") or (
+            args.quantize == "int4" and args.algo != "gptq"):
+        raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
+                          "--algo gptq (the other methods do not calibrate)")
+    try:
+        with np.load(args.calibration, allow_pickle=False) as archive:
+            feeds = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as exc:
+        raise _UsageError(f"--calibration {args.calibration}: not a readable .npz ({exc})") \
+            from exc
+    if not feeds:
+        raise _UsageError(f"--calibration {args.calibration}: holds no array")
+    return (feeds,)
 
 
 def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpec:

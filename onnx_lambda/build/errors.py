@@ -55,6 +55,10 @@ class NothingToQuantizeError(BuildError):
     exit_code = 8
 
 
+class QuantizeError(BuildError):
+    """A quantization method produced a model onnxruntime cannot load or run (exit 1)."""
+
+
 class BuildCancelledError(BuildError):
     """SIGINT or SIGTERM during the build; exit code 128 + the signal's number, as shells do."""
 

@@ -111,8 +111,8 @@ def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSetting
                    else manifest.example_file)
     flags = ladder.suggest(model, inputs) if example is None else []
     quantized = manifest is not None and manifest.metadata.get(
-        "quantization", {}).get("type") == "dynamic-int8"
-    if nodes and not quantized:  # an INT8 folder's candidates are the nodes kept in fp32
+        "quantization", {}).get("type", "none") != "none"
+    if nodes and not quantized:  # a quantized folder's candidates are the nodes kept in fp32
         flags.append("--quantize")
     return {
         "file": str(path), "size_bytes": path.stat().st_size,

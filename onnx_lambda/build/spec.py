@@ -40,7 +40,13 @@ class BuildOptions:
     level: str = "extended"
     ort_format: bool = False
     fuse: str = "auto"  # auto | bert | none
-    quantize: bool | None = None  # None = the spec's default
+    quantize: str | None = None  # a quant_methods.METHODS name, "auto", "none"; None: the spec's
+    objective: str = "latency"  # auto: latency | size
+    budget_s: float = 600.0  # auto: no try starts after this many seconds
     quantize_ops: tuple[str, ...] | None = None
     max_fp32_nodes: int | None = None
+    algo: str | None = None  # int4: rtn | hqq | gptq (None: the settings' default)
+    block_size: int | None = None
+    symmetric: bool | None = None
+    calibration: tuple[Feeds, ...] = ()  # --calibration FILE: more feeds to calibrate on
     thresholds: Thresholds = field(default_factory=Thresholds)

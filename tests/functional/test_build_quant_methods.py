@@ -1,0 +1,283 @@
+"""The quantization menu (``--quantize METHOD``): each method builds a tiny model under the gate,
+the manifest's node counts are what the file really holds, the gate refuses a method that loses
+too much, and int4 shrinks a MatMul-heavy model."""
+
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from handler.manifest import Manifest
+from onnx_lambda.build import quantize
+from onnx_lambda.build.gate import Accuracy, Thresholds
+from onnx_lambda.cli import main
+from tests.support import build_models, models
+
+METHODS = [("int8-dynamic",), ("int8-static",), ("int4", "--algo", "rtn"),
+           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",)]
+
+
+def build(source: Path, output: Path, *args: str) -> int:
+    return main(["build-model", str(source), "-o", str(output), *args])
+
+
+def ops(path: Path) -> Counter[str]:
+    return Counter(n.op_type for n in onnx.load(str(path)).graph.node)
+
+
+def conv_net(path: Path) -> Path:
+    """x: float32[batch, 3, 16, 16] → Conv 3→16 → Relu → Conv 16→8 → y."""
+    rng = np.random.default_rng(3)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 16, 16])
+    inits = [onnx.numpy_helper.from_array((rng.standard_normal(shape) / 4).astype(np.float32),
+                                          name) for name, shape in
+             (("K1", (16, 3, 3, 3)), ("K2", (8, 16, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "K1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+             helper.make_node("Conv", ["r1", "K2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    model = helper.make_model(helper.make_graph(nodes, "conv", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("method", METHODS, ids=lambda m: " ".join(m))
+def test_each_method_builds_and_the_manifest_counts_what_the_file_holds(
+        tmp_path: Path, method: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=128, hidden=256, classes=10)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", *method, "--min-cosine-floor", "0.97") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["type"] == ("dynamic-int8" if method[0] == "int8-dynamic" else method[0])
+    assert quant["method"] == " ".join(m for m in method if m != "--algo")
+    assert quant["nodes"] == {"quantized": {"MatMul": 2}, "fp32": {}}
+    assert quant["tuned_on"]["machine"] == platform.machine()
+    # The whole-graph counts are the portable file's real op counts, precision by precision.
+    held = ops(out / "model.onnx")
+    counted: Counter[str] = Counter()
+    for by_op in quant["graph"].values():
+        counted.update(by_op)
+    assert counted == held
+    if method[0] == "int4":
+        assert quant["graph"]["int4"] == {"MatMulNBits": 2} and "MatMul" not in held
+        assert quant["algo"] == method[2] and quant["block_size"] == 32
+    elif method[0] == "int8-static":
+        assert quant["graph"]["int8 (qdq)"]["MatMul"] == 2
+        assert quant["calibration_samples"] == 8  # the build's own gate samples
+    elif method[0] == "fp16":
+        assert quant["graph"]["fp16"]["MatMul"] == 2
+    else:
+        assert quant["graph"]["int8"]["MatMulInteger"] == 2
+    label = quant["method"]
+    assert f"quantize ({label}: 2 node(s) quantized, 0 kept fp32)" in capsys.readouterr().err
+
+
+def test_the_gate_refuses_a_method_that_loses_too_much(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=128, hidden=256, classes=10)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "int4", "--block-size", "128",
+                 "--min-cosine", "0.99999", "--max-fp32-nodes", "0") == 5
+    err = " ".join(capsys.readouterr().err.split())
+    assert "int4 rtn fails the accuracy gate (mean cosine" in err
+    assert "Try another --quantize method" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_tuning_keeps_the_most_sensitive_node_fp32_for_every_method(tmp_path: Path) -> None:
+    """A gate only an fp32 "second" passes: ranking finds it, for GPTQ too (whose own node
+    table ignores exclusions)."""
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=64, hidden=64, classes=8)
+    target = tmp_path / "q.onnx"
+
+    def evaluate(path: Path) -> Accuracy:
+        kinds = {n.name: n.op_type for n in onnx.load(str(path)).graph.node}
+        fine = kinds.get("second") == "MatMul"
+        return Accuracy(1.0 if fine else 0.5, 1.0 if fine else 0.5, 0.0, None, 1)
+
+    for algo in ("rtn", "gptq"):
+        settings = quantize.QuantizeSettings(method="int4", algo=algo)
+        result = quantize.tune(source, target, settings, evaluate, Thresholds(),
+                               calibration=[{"x": np.ones((1, 64), np.float32)}])
+        assert result.excluded == ("second",), algo
+        assert result.counts == {"quantized": {"MatMul": 1}, "fp32": {"MatMul": 1}}
+
+
+def test_int4_shrinks_a_matmul_heavy_model(tmp_path: Path) -> None:
+    source = build_models.chain(tmp_path / "chain.onnx", layers=6, width=256)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "int4", "--min-cosine", "0.95",
+                 "--min-cosine-floor", "0.9") == 0
+    assert (out / "model.onnx").stat().st_size < source.stat().st_size / 5  # 4 bits + scales
+    assert Manifest.load(out).metadata["quantization"]["nodes"]["quantized"] == {"MatMul": 6}
+
+
+def test_static_int8_quantizes_a_conv_net_calibrated_on_a_file_too(tmp_path: Path) -> None:
+    source = conv_net(tmp_path / "conv.onnx")
+    calibration = tmp_path / "calibration.npz"
+    np.savez(calibration, x=np.random.default_rng(9).standard_normal((4, 3, 16, 16)).astype(
+        np.float32))
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "int8-static", "--quantize-ops", "Conv",
+                 "--calibration", str(calibration), "--min-cosine-floor", "0.95") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["nodes"] == {"quantized": {"Conv": 2}, "fp32": {}}
+    assert quant["calibration_samples"] == 8 + 1  # the build's samples and the file's batch
+
+
+def test_fp16_keeps_sensitive_ops_in_fp32(tmp_path: Path) -> None:
+    source = build_models.probabilities(tmp_path / "probs.onnx")  # MatMul then Softmax
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "fp16", "--min-cosine-floor", "0.97") == 0
+    graph = Manifest.load(out).metadata["quantization"]["graph"]
+    assert graph["fp16"]["MatMul"] == 1 and graph["fp32"]["Softmax"] == 1
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (("--quantize", "int8-dynamic", "--calibration", "{npz}"), 2,
+     "--calibration applies to --quantize int8-static"),
+    (("--quantize", "int8-static", "--calibration", "{bad}"), 2, "not a readable .npz"),
+    (("--quantize", "int4", "--block-size", "24"), 2, "a power of two"),
+    (("--quantize", "int5"), 2, "invalid choice"),
+])
+def test_bad_quantize_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       args: tuple[str, ...], code: int, message: str) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    np.savez(tmp_path / "c.npz", x=np.ones((1, 32), np.float32))
+    (tmp_path / "bad.npz").write_text("not a zip")
+    filled = [a.format(npz=tmp_path / "c.npz", bad=tmp_path / "bad.npz") for a in args]
+    try:
+        assert build(source, tmp_path / "out", *filled) == code
+    except SystemExit as exc:  # argparse's own refusals
+        assert exc.code == code
+    err = " ".join(capsys.readouterr().err.split())
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_int4_on_a_graph_without_matmul_is_nothing_to_quantize(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = conv_net(tmp_path / "conv.onnx")
+    assert build(source, tmp_path / "out", "--quantize", "int4", "--quantize-ops", "Conv") == 8
+    err = " ".join(capsys.readouterr().err.split())
+    assert "nothing to quantize with int4 rtn" in err and "int4 rtn quantizes MatMul, Gather" in err
+
+
+def test_no_quantize_and_quantize_none_build_fp32(tmp_path: Path) -> None:
+    source = models.linear(tmp_path / "linear.onnx")
+    for flag in (("--no-quantize",), ("--quantize", "none")):
+        out = tmp_path / flag[-1].strip("-")
+        assert build(source, out, *flag) == 0
+        assert "quantization" not in Manifest.load(out).metadata
+
+
+def auto_tries(out: Path) -> list[dict]:
+    return Manifest.load(out).metadata["quantization"]["auto"]["tries"]
+
+
+def test_auto_keeps_the_best_passing_method_for_the_objective(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.chain(tmp_path / "chain.onnx", layers=4, width=128)
+    for objective in ("size", "latency"):
+        out = tmp_path / objective
+        assert build(source, out, "--quantize", "auto", "--objective", objective,
+                     "--min-cosine", "0.95", "--min-cosine-floor", "0.9") == 0
+        tries = auto_tries(out)
+        passed = [t for t in tries if t["outcome"] == "passed"]
+        key = "size_bytes" if objective == "size" else "p50_ms"
+        best = min(passed, key=lambda t: t[key])
+        assert [t["method"] for t in tries if t["chosen"]] == [best["method"]]
+        assert Manifest.load(out).metadata["quantization"]["method"] == best["method"]
+        assert f"quantize (auto → {best['method']}:" in capsys.readouterr().err
+    assert min(auto_tries(tmp_path / "size"), key=lambda t: t.get("size_bytes", 1e12))[
+        "method"].startswith("int4")
+
+
+def test_auto_honours_its_time_budget(tmp_path: Path) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "auto", "--budget", "0") == 0
+    tries = auto_tries(out)
+    assert tries[0]["outcome"] == "passed" and tries[0]["chosen"]
+    assert {t["outcome"] for t in tries[1:]} <= {"skipped (time budget 0 s spent)",
+                                                 "skipped (needs torch)"}
+
+
+def test_auto_fails_clearly_when_no_method_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+    assert build(source, tmp_path / "q", "--quantize", "auto", "--max-abs-error", "0",
+                 "--max-fp32-nodes", "0", "--budget", "60") == 5
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--quantize auto: no method passed the accuracy gate" in err
+    assert "int8-dynamic: failed the gate" in err and "Traceback" not in err
+
+
+def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Third-party quantizers raise their own exceptions, or write graphs onnxruntime rejects
+    (fp16 on a graph its converter cannot type): exit 1 naming the method, no traceback."""
+    from onnx_lambda.build import quant_methods
+
+    source = build_models.mlp(tmp_path / "mlp.onnx")
+
+    def refuse(method: str, source: Path, target: Path, **_: object) -> None:
+        raise NotImplementedError("Gather quantization is not supported yet")
+
+    def broken(method: str, source: Path, target: Path, **_: object) -> None:
+        model = onnx.load(str(source))
+        model.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(
+            np.zeros((32, 64), np.float16), model.graph.initializer[0].name))
+        onnx.save(model, str(target))
+
+    for apply, message in ((refuse, "int4 rtn cannot quantize this model (NotImplementedError"),
+                           (broken, "int4 rtn wrote a model onnxruntime cannot run here")):
+        monkeypatch.setattr(quant_methods, "apply", apply)
+        assert build(source, tmp_path / "out", "--quantize", "int4") == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert message in err and "Traceback" not in err
+        assert not (tmp_path / "out").exists()
+
+
+def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
+    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) stays fp32."""
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=16)
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "q"
+    assert build(source, out, "--pipeline", "text-embedding", "--file", str(tokenizer),
+                 "--quantize", "fp16", "--quantize-ops", "Gather") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
+    names = {n.name: n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node}
+    table = quantize.precisions(onnx.load(str(out / "model.onnx")), by_node=True)
+    appended = [name for name in names if name.startswith("onnx_lambda/")]
+    assert appended and all(table[name][1] == "fp32" for name in appended)
+
+
+def test_a_dynamically_quantized_gather_counts_as_int8(tmp_path: Path) -> None:
+    """quantize_dynamic keeps a Gather's name and op type and gives it an int8 table: it is
+    quantized (this was counted as fp32)."""
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=64)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "--quantize-ops", "Gather",
+                 "--min-cosine-floor", "0.9") == 0
+    quant = Manifest.load(out).metadata["quantization"]
+    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
+    assert quant["graph"]["int8"]["Gather"] == 1
+
+
+def test_auto_on_a_graph_with_nothing_to_quantize_exits_8(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = models.multi_io(tmp_path / "multi.onnx")  # ReduceSum and Mul only
+    assert build(source, tmp_path / "out", "--quantize", "auto") == 8
+    assert "--quantize auto:" in capsys.readouterr().err
