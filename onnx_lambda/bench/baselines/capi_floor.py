@@ -21,7 +21,7 @@ from typing import Any  # noqa: E402
 
 from handler.ort.session import Session  # noqa: E402  (timed: ctypes and the binding)
 from handler.ort.tensor import from_values  # noqa: E402
-from onnx_lambda.bench.rss import peak_rss_mb  # noqa: E402
+from onnx_lambda.bench.rss import print_floor_line  # noqa: E402
 
 
 def _flat(value: Any) -> tuple[tuple[int, ...], list[Any]]:
@@ -47,10 +47,7 @@ def main(model: str, request: str) -> None:
         feeds[spec.name] = from_values(spec.dtype, shape, flat)
     session.run(feeds)
     done = time.perf_counter()
-    print(json.dumps({"started_at": _STARTED_AT, "imports": (imported - _T0) * 1e3,
-                      "model-load": (loaded - imported) * 1e3,
-                      "first-request": (done - loaded) * 1e3,
-                      "rss_mb": peak_rss_mb()}))
+    print_floor_line(_STARTED_AT, _T0, imported, loaded, done)
 
 
 if __name__ == "__main__":

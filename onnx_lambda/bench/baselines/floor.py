@@ -22,7 +22,7 @@ import numpy  # noqa: E402, F401  (timed: the import is part of the floor)
 import onnxruntime  # noqa: E402
 
 from onnx_lambda.bench.baselines import io  # noqa: E402
-from onnx_lambda.bench.rss import peak_rss_mb  # noqa: E402
+from onnx_lambda.bench.rss import print_floor_line  # noqa: E402
 
 
 def main(model: str, request: str) -> None:
@@ -33,10 +33,7 @@ def main(model: str, request: str) -> None:
         body = json.load(fh)
     session.run(None, io.feeds(session, body["inputs"]))
     done = time.perf_counter()
-    print(json.dumps({"started_at": _STARTED_AT, "imports": (imported - _T0) * 1e3,
-                      "model-load": (loaded - imported) * 1e3,
-                      "first-request": (done - loaded) * 1e3,
-                      "rss_mb": peak_rss_mb()}))
+    print_floor_line(_STARTED_AT, _T0, imported, loaded, done)
 
 
 if __name__ == "__main__":
