@@ -138,12 +138,12 @@ class Model:
         try:
             return self.session.run(feeds)
         except capi.OrtError as exc:  # a shape the graph rejects, a kernel failure, ...
-            raise InferenceError(f"inference failed: {_first_line(exc)}") from exc
+            raise InferenceError(f"inference failed: {first_line(exc)}") from exc
         except TypeError as exc:  # a user pipeline's feed that is no tensor
             raise InferenceError(f"inference failed: {exc}") from exc
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     """onnxruntime messages start with a useful line and continue with internals."""
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__

@@ -24,7 +24,7 @@ from handler.errors import (
     UnsupportedMediaTypeError,
 )
 from handler.http import JSON, NPY, OCTET, Request, Response
-from handler.model import Model
+from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
 from handler.telemetry import StageTimer, Telemetry, server_timing
@@ -238,13 +238,19 @@ class Service:
         self.telemetry.log("info", "warm-up ping", **answer)
         return answer
 
+    def _recorded_example(self) -> Any:
+        """The manifest's inline example when it was written for this pipeline, else None."""
+        manifest = self.model.artifact.manifest
+        if (manifest is not None and manifest.example is not None
+                and manifest.pipeline == self.pipeline.name):
+            return manifest.example
+        return None
+
     def example_inputs(self) -> Any:
         """A valid ``inputs`` value: the manifest's example when it was written for this
         pipeline, else the pipeline's own synthetic input."""
-        manifest = self.model.artifact.manifest
-        own = (manifest is not None and manifest.example is not None
-               and manifest.pipeline == self.pipeline.name)
-        return manifest.example if own else self.pipeline.example()
+        recorded = self._recorded_example()
+        return self.pipeline.example() if recorded is None else recorded
 
     warmup_status = "off"  # "ok", or "failed: <why>" when a guessed example did not run
     _example_feeds: dict[str, Any] | None = None  # the manifest's example_file, once read
@@ -263,14 +269,12 @@ class Service:
             self.model.run(self._example_feeds)
             self.warmup_status = "ok"
             return
-        recorded = (manifest is not None and manifest.example is not None
-                    and manifest.pipeline == self.pipeline.name)
         try:
             self.model.run(self.pipeline.preprocess(self.example_inputs(), {}))
         except Exception as exc:
-            if recorded:
+            if self._recorded_example() is not None:
                 raise
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            first = first_line(exc)
             self.warmup_status = f"failed: {first}"
             self.telemetry.log("warning", "warm-up on a synthetic input failed; serving anyway "
                                "(build the model with an example to warm it up)", error=first)
