@@ -29,6 +29,7 @@ MAGIC = b"\x93NUMPY"
 _DESCRS = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16",
            "i4": "int32", "i8": "int64", "u1": "uint8", "u2": "uint16", "u4": "uint32",
            "u8": "uint64", "b1": "bool"}
+_CODES = {name: code for code, name in _DESCRS.items()}  # element type → descr kind + size
 _ENTRY = re.compile(r"""\s*(['"])(descr|fortran_order|shape)\1\s*:\s*"""
                     r"""('[^']*'|"[^"]*"|True|False|\(\s*(?:\d+\s*,\s*)*(?:\d+\s*)?\))\s*""")
 _SWAP = {2: "H", 4: "I", 8: "Q"}  # byte swapping is type-agnostic: any code of the width
@@ -154,7 +155,7 @@ def encode(outputs: Mapping[str, Any], query: Mapping[str, str]) -> Response:
 
 def header(tensor: Tensor) -> bytes:
     """A format 1.0 header as ``numpy.save`` writes it (padded to 64 bytes)."""
-    code = {v: k for k, v in _DESCRS.items()}[tensor.dtype]
+    code = _CODES[tensor.dtype]
     descr = ("|" if code.endswith("1") else "<") + code
     dims = ", ".join(map(str, tensor.shape)) + ("," if len(tensor.shape) == 1 else "")
     text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}"
