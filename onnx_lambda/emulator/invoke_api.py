@@ -139,12 +139,21 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"Non-standard token '{name}'")
 
 
+# Built once: json.loads(..., parse_constant=...) would build a decoder on every request.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _strict_loads(data: bytes) -> Any:
+    """``json.loads(data)`` without NaN/Infinity (the same encoding detection)."""
+    return _DECODER.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
+
+
 def check_json(payload: bytes) -> Any:
     """``payload`` parsed as Lambda parses an event (RFC 8259 only: no ``NaN`` or
     ``Infinity``; nesting bounded by the interpreter's recursion limit, ~1,000 levels like
     Jackson's default); else a 400 ``InvalidRequestContentException``."""
     try:
-        return json.loads(payload, parse_constant=_reject_constant)
+        return _strict_loads(payload)
     except RecursionError as exc:
         raise ServiceError(400, "InvalidRequestContentException",
                            _UNPARSABLE + "Document nesting depth exceeds the maximum allowed"
@@ -164,8 +173,7 @@ def decode_client_context(value: str | None) -> str | None:
                            f"Client context must be at most {LAMBDA_CLIENT_CONTEXT_BYTES} "
                            "bytes of base64-encoded data")
     try:
-        document = json.loads(base64.b64decode(value, validate=True),
-                              parse_constant=_reject_constant)
+        document = _strict_loads(base64.b64decode(value, validate=True))
     except (ValueError, RecursionError) as exc:
         document = exc
     if not isinstance(document, dict):
