@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from onnx_lambda.bench.stats import percentile, ratio
+from onnx_lambda.bench.stats import median, percentile, ratio
 from onnx_lambda.client.client import Client
 from onnx_lambda.client.errors import ClientError
 from onnx_lambda.client.timing import Timing
@@ -124,15 +124,13 @@ def _variant(timings: list[Timing], errors: list[str]) -> dict[str, Any]:
         "ok": len(timings), "errors": len(errors), "first_errors": errors[:3],
         "cold_starts": cold, "new_connections": sum(t.new_connection for t in timings),
         "retried": sum(t.attempts > 1 for t in timings),
-        "sent_bytes": _median([t.sent_bytes for t in timings]),
-        "received_bytes": _median([t.received_bytes for t in timings]),
+        "sent_bytes": median([t.sent_bytes for t in timings]),
+        "received_bytes": median([t.received_bytes for t in timings]),
         "stages": {name: {f"p{q:g}": percentile(v, q) for q in PERCENTILES}
                    for name, v in stages.items() if v},
     }
 
 
-def _median(values: list[float]) -> float:
-    return percentile(values, 50.0)
 
 
 def _comparisons(variants: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,7 @@ import contextlib
 import time
 from typing import Any, NamedTuple
 
-# Server-Timing names the handler writes (handler/telemetry.py); init stages come on cold ones
-STAGES = ("queue", "decode", "inference", "encode", "total")
-COLD_FLAG = "cold-start"
+COLD_FLAG = "cold-start"  # the Server-Timing entry handler/telemetry.py adds on a cold request
 
 
 class Timing(NamedTuple):

@@ -42,6 +42,7 @@ from typing import Any
 
 import psutil
 
+from onnx_lambda.client.timing import parse_server_timing
 from onnx_lambda.emulator import apigw
 from onnx_lambda.emulator.process import start_server_process
 from onnx_lambda.emulator.server import Emulator
@@ -223,15 +224,6 @@ def throughput(url: str, concurrency: int, seconds: float) -> dict[str, float]:
             **percentiles(merged)}
 
 
-def server_timing(header: str) -> dict[str, float]:
-    stages = {}
-    for part in header.split(","):
-        name, _, rest = part.strip().partition(";")
-        if "dur=" in rest:
-            stages[name] = float(rest.split("dur=")[1].split(";")[0])
-    return stages
-
-
 def cold_start(template: TemplateSpec, repeat: int) -> list[dict[str, float]]:
     """A fresh emulator (so a fresh environment) per sample; one request each."""
     samples = []
@@ -241,7 +233,7 @@ def cold_start(template: TemplateSpec, repeat: int) -> list[dict[str, float]]:
             request = urllib.request.Request(emulator.url + "/predict", BODY, HEADERS)
             start = time.perf_counter()
             with urllib.request.urlopen(request) as response:
-                timing = server_timing(response.headers.get("Server-Timing", ""))
+                timing, _ = parse_server_timing(response.headers.get("Server-Timing"))
             total = (time.perf_counter() - start) * 1000.0
             record = emulator.records()[0]
         init = record.init_ms or 0.0
