@@ -87,12 +87,13 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
     current = spec.source
+    run_source = _runner(spec.source)  # one session on the source: pipeline math and reference
     metadata = dict(spec.metadata)
     comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
     append: Callable[[onnx.ModelProto], graph_math.Appended] | None = None
     if spec.pipeline in graph_math.PIPELINES:
         with steps.step("pipeline math into the graph") as note:
-            raw_outputs = _runner(current)(samples[0])
+            raw_outputs = run_source(samples[0])
 
             def append(model: onnx.ModelProto) -> graph_math.Appended:
                 return graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
@@ -114,7 +115,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                      f"{', '.join(sorted(set(math.outputs.values())))}")
     # The gate compares like with like: the reference and every candidate include the math.
     if spec.reference is None:
-        reference = collect(_runner(current), samples, comparable)
+        run = run_source if current == spec.source else _runner(current)
+        reference = collect(run, samples, comparable)
     else:  # an example's own reference rows (minilm: PyTorch's embeddings)
         reference = (spec.reference if isinstance(spec.reference, dict)
                      else {"output": spec.reference})

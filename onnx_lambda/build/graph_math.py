@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from handler.pipelines.classifier import are_probabilities
 from onnx_lambda.build.gate import Comparable, Feeds
 
 MIN_OPSET = 11
@@ -155,9 +156,8 @@ def produced_as_probabilities(model: onnx.ModelProto, name: str) -> bool:
 
 
 def measured_as_probabilities(scores: np.ndarray) -> bool:
-    """Non-negative rows that sum to 1: what the classifier pipeline used to check per batch."""
-    rows = scores.reshape(-1, scores.shape[-1]).astype(np.float64)
-    return bool(np.all(rows >= 0) and np.allclose(rows.sum(axis=1), 1.0, atol=1e-3))
+    """Non-negative rows that sum to 1: the classifier pipeline's own rule, on the samples."""
+    return are_probabilities(scores.reshape(-1, scores.shape[-1]).astype(np.float64).tolist())
 
 
 def scores_output(model: onnx.ModelProto, options: Mapping[str, Any]) -> tuple[str, bool]:

