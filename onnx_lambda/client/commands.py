@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _probe(args: argparse.Namespace) -> int:
     import httpx
 
+    from handler import strict_json
     from onnx_lambda.client import probe, probe_report
     from onnx_lambda.client.errors import ClientError
 
@@ -62,11 +63,12 @@ def _probe(args: argparse.Namespace) -> int:
         return 2
     print(file=sys.stderr)
     rendered = probe_report.text(report)
-    print(json.dumps(report, indent=2) if args.json else rendered, end="" if not args.json
-          else "\n")
+    # RFC 8259 at the output edge: a variant whose every request failed has NaN medians
+    document = json.dumps(strict_json.dumps(report)[1], indent=2, allow_nan=False)
+    print(document if args.json else rendered, end="" if not args.json else "\n")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "probe.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "probe.json").write_text(document + "\n")
         (args.out / "probe.txt").write_text(rendered)
         probe_report.plot(report, args.out / "probe.png")
         print(f"wrote {args.out}/probe.json, probe.txt, probe.png", file=sys.stderr)
