@@ -43,6 +43,14 @@ class RuntimeApi(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.events: queue.Queue[bytes] = queue.Queue()
         self.answers: queue.Queue[tuple[str, bytes]] = queue.Queue()
+        self.polling = 0  # workers blocked in /next right now
+        self.lock = threading.Lock()
+
+    def wait_polling(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.polling < count:
+            assert time.monotonic() < deadline, f"{self.polling} of {count} workers polling"
+            time.sleep(0.01)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -55,11 +63,18 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != NEXT:
             self.send_error(404)
             return
+        with self.server.lock:
+            self.server.polling += 1
         try:
-            body = self.server.events.get(timeout=60)
+            # Longer than the test waits for the stop: a worker that only exits once /next
+            # answers fails the test instead of passing late.
+            body = self.server.events.get(timeout=120)
         except queue.Empty:
             self.send_error(500)
             return
+        finally:
+            with self.server.lock:
+                self.server.polling -= 1
         self.send_response(200)
         for name, value in {"Content-Type": "application/json",
                             "Lambda-Runtime-Aws-Request-Id": str(uuid.uuid4()),
@@ -116,9 +131,11 @@ def test_worker_processes_share_one_download_and_each_serve(
         runtime_api.events.put(json.dumps({"inputs": [[1, 1, 1, 1]]}).encode())
         _, body = runtime_api.answers.get(timeout=60)
         prediction = json.loads(body)
+        # SIGTERM lands while every worker's poll thread is blocked in /next, as on a scale-in.
+        runtime_api.wait_polling(WORKERS, timeout=60)
     finally:
         os.killpg(runtime.pid, signal.SIGTERM)  # the parent and its workers, as Lambda stops them
-        out, _ = runtime.communicate(timeout=60)
+        out, _ = runtime.communicate(timeout=30)
         print(out[-3000:])
 
     assert all(path.endswith("/response") for path, _ in answers), answers
