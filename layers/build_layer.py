@@ -5,6 +5,7 @@
     build_layer.py image-size [--arch x86_64] [--model DIR] [--budget-mb N] [--extra FILE]
     build_layer.py prune DIR                   prune an installed tree
     build_layer.py prune-model DIR             drop the portable copy the runtime cannot load
+    build_layer.py code PACKAGE DEST           copy a function package as it ships
 
 `layers/requirements.txt` is the single source of what is installed; the Dockerfile runs the
 same `prune` and `prune-model`. Wheels are the manylinux ones for the Lambda runtime's Python and
@@ -42,8 +43,9 @@ IMAGE_BUDGET_MB = 45
 # Manylinux tags the Lambda Python 3.12+ runtime (Amazon Linux 2023, glibc 2.34) can load.
 PLATFORMS = ("manylinux2014_{arch}", "manylinux_2_28_{arch}")
 ARCH_ALIASES = {"x86_64": "x86_64", "arm64": "aarch64"}
-# Of the handler package, what only the image build or the warmer function use.
-NOT_SHIPPED_CODE = ("Dockerfile", "warmer.py")
+# Of a function package, what no artifact ships: the image's build file (.dockerignore keeps it
+# out of the image's COPY) and bytecode caches.
+NOT_SHIPPED_CODE = ("Dockerfile", "__pycache__")
 
 # Not needed to import numpy (installed only on request, for a user pipeline).
 PRUNED_DIRS = (
@@ -176,14 +178,19 @@ def build_layer(out: Path, arch: str, zip_path: Path | None, extra: tuple[str, .
     return size
 
 
+def copy_code(package: Path, dest: Path) -> None:
+    """A function package (``handler/``, ``warmer/``) as its artifact ships it: every file but
+    ``NOT_SHIPPED_CODE``."""
+    shutil.copytree(package, dest, ignore=shutil.ignore_patterns(*NOT_SHIPPED_CODE))
+
+
 def assemble_task_root(root: Path, arch: str, model: Path, code: Path,
                        extra: tuple[str, ...] = ()) -> None:
     """The image's ``LAMBDA_TASK_ROOT`` as handler/Dockerfile builds it: pruned dependencies,
     the handler package, the model with ``prune-model`` applied, all byte-compiled."""
     install(root, arch, extra)
     prune(root)
-    shutil.copytree(code, root / code.name,
-                    ignore=shutil.ignore_patterns("__pycache__", *NOT_SHIPPED_CODE))
+    copy_code(code, root / code.name)
     shipped_model = root / "models" / model.name
     shutil.copytree(model, shipped_model)
     prune_model(shipped_model, pinned_version(REQUIREMENTS))
@@ -223,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     model_pruner.add_argument("folder", type=Path)
     model_pruner.add_argument("--requirements", type=Path, default=REQUIREMENTS,
                               help="where onnxruntime's pin is read")
+    code = sub.add_parser("code", help="copy a function package as it ships")
+    code.add_argument("package", type=Path)
+    code.add_argument("dest", type=Path)
     args = parser.parse_args(argv)
 
     if args.command == "layer":
@@ -245,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "prune-model":
         freed = prune_model(args.folder, pinned_version(args.requirements))
         print(f"pruned {freed / MB:.1f} MB from {args.folder}")
+    elif args.command == "code":
+        copy_code(args.package, args.dest)
     else:
         print(f"pruned {prune(args.root) / MB:.1f} MB from {args.root}")
     return 0

@@ -11,7 +11,7 @@ COMMAND_MODULES = (
     "onnx_lambda.emulator.commands",  # serve, invoke
     "onnx_lambda.build.commands",  # build-model, inspect
     "onnx_lambda.bench.commands",  # bench, tune, simulate
-    "onnx_lambda.deploy_commands",  # warm
+    "onnx_lambda.warm.commands",  # warm
     "onnx_lambda.deploy_config",  # deploy-config
     "onnx_lambda.client.commands",  # probe
 )

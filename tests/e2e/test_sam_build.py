@@ -31,15 +31,16 @@ def files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
-def test_warmer_artifact_holds_its_modules_and_powertools(tmp_path: Path) -> None:
+def test_warmer_artifact_is_its_package_and_powertools(tmp_path: Path) -> None:
     root = sam_build("WarmerFunction", tmp_path)
     assert {p.name for p in root.iterdir() if not p.name.endswith(".dist-info")} == {
-        "handler", "aws_lambda_powertools", "typing_extensions.py"}
-    assert files(root / "handler") == {"__init__.py", "warmer.py", "metric_names.py"}
+        "warmer", "aws_lambda_powertools", "typing_extensions.py"}
+    assert files(root / "warmer") == {p.name for p in (ROOT / "warmer").glob("*.py")}
+    assert not any(name.endswith(".pyc") for name in files(root))  # nothing of this machine's
     # what the managed runtime brings is not packaged again
     assert not {"boto3", "botocore", "jmespath"} & {p.name for p in root.iterdir()}
     # the artifact imports on its own (Powertools resolves from it, not from this venv)
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import handler.warmer as w, "
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import warmer.app as w, "
              "aws_lambda_powertools as p; assert p.__file__.startswith(sys.argv[1]), p.__file__")
     subprocess.run([sys.executable, "-c", probe, str(root)], check=True, cwd=tmp_path)
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from handler.warmer import WarmConfig, warm
-from onnx_lambda.deploy_commands import client_for
+from onnx_lambda.warm.commands import client_for
 from tests.support import models
 from tests.support.cfn import ROOT
+from warmer.fanout import warm
+from warmer.settings import WarmConfig
 
 pytestmark = pytest.mark.e2e
 
@@ -105,7 +106,7 @@ def test_after_warming_n_environments_n_concurrent_requests_meet_no_cold_start(
 
 
 def test_the_scheduled_warmer_function_warms_the_alias(endpoint: str) -> None:
-    """The deployed path: WarmerFunction (template environment, handler.warmer.handler) on
+    """The deployed path: WarmerFunction (template environment, warmer.app.handler) on
     its scheduled event, fanning out through the Invoke API to InferenceFunction:live."""
     scheduled = (ROOT / "events" / "scheduled.json").read_bytes()
     response = client_for(endpoint, None, 1).invoke(FunctionName="WarmerFunction",

@@ -12,6 +12,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from tests.support import cfn
+from tests.support.layer import build_layer
 
 DOCKERFILE = cfn.ROOT / "handler" / "Dockerfile"
 
@@ -113,7 +114,9 @@ def test_dockerignore_lets_every_copied_source_into_the_context(
     for source in sources:
         path = source.replace("${MODEL}", "digits").rstrip("/")
         assert included(path), f"{source} is excluded by .dockerignore"
-    assert not included(".venv") and not included("tests")
+    assert not included(".venv") and not included("tests") and not included("warmer")
+    # the image's COPY of handler/ ships what `build_layer.py code` ships: no build file
+    assert not any(included(f"handler/{name}") for name in build_layer.NOT_SHIPPED_CODE)
 
 
 def test_requirements_are_pinned_and_feed_pyproject() -> None:

@@ -157,7 +157,7 @@ def test_image_report_is_the_task_root_the_dockerfile_assembles(
     assert shipped == {"digits/model.json", "digits/model.opt.onnx", "digits/tokenizer.json"}
     assert report["model"] == real_tree_size(model) - 100  # one model file, not two
     code = seen["handler"]
-    assert "app.py" in code and "Dockerfile" not in code and "warmer.py" not in code
+    assert "app.py" in code and "Dockerfile" not in code
     assert any(name.endswith(".pyc") for name in code)  # byte-compiled, as in the image
     assert report["total"] == sum(v for k, v in report.items() if k != "total")
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.support import cfn
+from warmer import settings as warmer_settings
 
 STRATEGIES = ("provisioned", "snapstart", "warmer", "none")
 ROUTES = {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
@@ -178,13 +179,18 @@ def test_warmer_strategy_schedules_pings_and_may_only_invoke_the_alias() -> None
     template = cfn.deployed({"ColdStartStrategy": "warmer", "WarmerConcurrency": 5,
                              "WarmerSchedule": "rate(3 minutes)", "WarmerHoldMs": 150})
     warmer = template["Resources"]["WarmerFunction"]["Properties"]
-    assert warmer["Handler"] == "handler.warmer.handler"
+    assert warmer["Handler"] == "warmer.app.handler"
     assert warmer["Runtime"].startswith("python3.")
     variables = warmer["Environment"]["Variables"]
     assert variables["ONNX_LAMBDA_WARM_TARGET"] == {"Ref": "InferenceFunction"}
     assert variables["ONNX_LAMBDA_WARM_QUALIFIER"] == "live"
     assert variables["ONNX_LAMBDA_WARM_CONCURRENCY"] == 5
     assert variables["ONNX_LAMBDA_WARM_HOLD_MS"] == 150
+    # every variable of the warmer's table, and no ONNX_LAMBDA_WARM_* it does not read
+    # (Globals give every function ONNX_LAMBDA_TRACING too, which the warmer ignores)
+    assert {name for name in variables if name.startswith("ONNX_LAMBDA_WARM_")} | {
+        "ONNX_LAMBDA_METRICS_NAMESPACE"} == {var.env_name for var in warmer_settings.VARIABLES}
+    assert "ONNX_LAMBDA_METRICS_NAMESPACE" in variables
 
     (invoke_config,) = cfn.of_type(template, "AWS::Lambda::EventInvokeConfig").values()
     assert invoke_config["Properties"]["MaximumRetryAttempts"] == 0  # the next tick warms

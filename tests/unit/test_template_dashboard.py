@@ -11,10 +11,11 @@ import pytest
 from handler import metric_names
 from onnx_lambda.emulator.intrinsics import Resolver
 from tests.support import cfn
+from warmer import metric_names as warmer_metric_names
 
 STRATEGIES = tuple(cfn.load()["Parameters"]["ColdStartStrategy"]["AllowedValues"])
 NAMESPACE = "OnnxLambda"
-EMITTED = metric_names.HANDLER | metric_names.WARMER
+EMITTED = metric_names.HANDLER | warmer_metric_names.WARMER
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +46,10 @@ def all_metrics(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
     return [m for widget in body["widgets"] for m in metrics(widget)]
 
 
+def test_each_metric_name_has_one_home() -> None:
+    assert not metric_names.HANDLER & warmer_metric_names.WARMER
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_dashboard_is_json_and_names_only_metrics_the_code_emits(strategy: str) -> None:
     body = dashboard({"ColdStartStrategy": strategy})
@@ -52,8 +57,8 @@ def test_dashboard_is_json_and_names_only_metrics_the_code_emits(strategy: str) 
     ours = {name for namespace, name, _ in found if namespace == NAMESPACE}
     assert ours <= EMITTED, sorted(ours - EMITTED)
     assert ours >= metric_names.HANDLER  # every stage the handler emits is on the dashboard
-    assert (ours >= metric_names.WARMER) == (strategy == "warmer")
-    assert not ours & metric_names.WARMER or strategy == "warmer"
+    assert (ours >= warmer_metric_names.WARMER) == (strategy == "warmer")
+    assert not ours & warmer_metric_names.WARMER or strategy == "warmer"
     function = {"snapstart": "InferenceZipFunction",
                 "managed-instances": "InferenceManagedFunction"}.get(strategy, "InferenceFunction")
     for namespace, _, dims in found:

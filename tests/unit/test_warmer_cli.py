@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from handler.warmer import PingResult, WarmConfig
-from onnx_lambda import deploy_commands
+from onnx_lambda.warm import commands
+from warmer.fanout import PingResult
+from warmer.settings import WarmConfig
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    deploy_commands.register(parser.add_subparsers())
+    commands.register(parser.add_subparsers())
     return parser.parse_args(argv)
 
 
@@ -35,8 +36,8 @@ class FakePings:
 @pytest.fixture
 def pings(monkeypatch: pytest.MonkeyPatch) -> FakePings:
     fake = FakePings()
-    monkeypatch.setattr("handler.warmer.ping", fake.ping)
-    monkeypatch.setattr(deploy_commands, "client_for", lambda *args: object())
+    monkeypatch.setattr("warmer.fanout.ping", fake.ping)
+    monkeypatch.setattr(commands, "client_for", lambda *args: object())
     return fake
 
 
@@ -67,8 +68,19 @@ def test_local_endpoint_client_needs_no_aws_configuration(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    client = deploy_commands.client_for("http://127.0.0.1:3999", None, 8)
+    client = commands.client_for("http://127.0.0.1:3999", None, 8)
     assert client.meta.endpoint_url == "http://127.0.0.1:3999"
     assert client.meta.region_name == "us-east-1"
     assert client.meta.config.max_pool_connections == 10
     assert client._request_signer._credentials.access_key == "local"
+
+
+@pytest.mark.parametrize(("flags", "message"), [(["--hold-ms", "5000"], "hold_ms"),
+                                                (["-n", "0"], "concurrency")])
+def test_bad_flags_are_a_one_line_error_not_a_traceback(
+        flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse(["warm", "fn", *flags])
+    assert args.func(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"onnx-lambda warm: {message}: ")
+    assert "Traceback" not in captured.err

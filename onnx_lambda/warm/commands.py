@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
@@ -35,9 +36,9 @@ def register(subparsers: Any) -> None:
 
 def client_for(endpoint_url: str | None, region: str | None, concurrency: int) -> Any:
     """A Lambda client like the warmer's; a local endpoint gets placeholder credentials."""
-    import boto3  # deferred (with the warmer) so `onnx-lambda --help` stays instant
+    import boto3  # deferred (with the warmer's modules) so `onnx-lambda --help` stays instant
 
-    from handler.warmer import client_config
+    from warmer.fanout import client_config
 
     extra = LOCAL_CREDENTIALS if endpoint_url else {}
     return boto3.client("lambda", endpoint_url=endpoint_url,
@@ -46,10 +47,18 @@ def client_for(endpoint_url: str | None, region: str | None, concurrency: int) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from handler.warmer import WarmConfig, warm
+    from botocore.exceptions import BotoCoreError
 
-    config = WarmConfig(target=args.function, qualifier=args.qualifier,
-                        concurrency=args.concurrency, hold_ms=args.hold_ms)
-    report = warm(config, client_for(args.endpoint_url, args.region, args.concurrency))
+    from warmer.fanout import warm
+    from warmer.settings import WarmConfig
+
+    try:
+        config = WarmConfig(target=args.function, qualifier=args.qualifier,
+                            concurrency=args.concurrency, hold_ms=args.hold_ms)
+        client = client_for(args.endpoint_url, args.region, args.concurrency)
+    except (ValueError, BotoCoreError) as error:  # bad flags; no region configured
+        print(f"onnx-lambda warm: {error}", file=sys.stderr)
+        return 2
+    report = warm(config, client)
     print(json.dumps(report, indent=2))
     return 0 if report["environments"] == report["asked"] and not report["failed"] else 1

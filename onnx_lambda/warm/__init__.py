@@ -1,0 +1,2 @@
+"""``onnx-lambda warm``: the warmer's logic (``warmer.fanout``) run from a developer's machine;
+``commands`` is its CLI."""
