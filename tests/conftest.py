@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import models
 
-EVENTS = Path(__file__).parent / "events"
+EVENTS = Path(__file__).resolve().parent.parent / "events"  # events/generate.py writes them
 
 
 @pytest.fixture(scope="session")

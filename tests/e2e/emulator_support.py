@@ -16,7 +16,6 @@ from onnx_lambda.emulator import Emulator
 
 HANDLERS = Path(__file__).parent / "handlers"
 TEMPLATE = HANDLERS / "template.yaml"
-EVENTS = Path(__file__).parent.parent / "events"  # generated with sam local generate-event
 
 
 def lambda_client(url: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from onnx_lambda.emulator import Emulator
+from tests.conftest import EVENTS
 from tests.e2e import emulator_support
 from tests.e2e.emulator_support import call
 
@@ -144,8 +145,8 @@ def test_function_url(emu: Emulator) -> None:
 
 def test_event_keys_match_sam_generated_events(emu: Emulator) -> None:
     """Our events carry the keys of the events ``sam local generate-event`` produces."""
-    http_api = json.loads((emulator_support.EVENTS / "http-api-predict.json").read_text())
-    rest = json.loads((emulator_support.EVENTS / "rest-api-predict.json").read_text())
+    http_api = json.loads((EVENTS / "linear-http-api-predict.json").read_text())
+    rest = json.loads((EVENTS / "linear-rest-api-predict.json").read_text())
     ours_v2 = event_of(call(emu.url + "/predict?a=1", "POST", b"{}",
                             {"Content-Type": "application/json", "Cookie": "a=b"})[2])
     ours_v1 = event_of(call(emu.url + "/rest/1?a=1", "POST", b"{}",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from onnx_lambda.emulator import Emulator
+from tests.conftest import EVENTS
 from tests.e2e.emulator_support import call, lambda_client
 from tests.support import models
 
@@ -80,7 +81,7 @@ def test_warmer_ping_through_boto3(served: Emulator) -> None:
 
 def test_handled_error_through_boto3(served: Emulator) -> None:
     """A bad request is a handled error: an HTTP 4xx response document, no FunctionError."""
-    event = json.loads((ROOT / "tests" / "events" / "http-api-predict.json").read_text())
+    event = json.loads((EVENTS / "linear-http-api-predict.json").read_text())
     event.update(body='{"inputs": "not a tensor"}', isBase64Encoded=False)
     client: Any = lambda_client(served.url)
     response = client.invoke(FunctionName="InferenceFunction", Payload=json.dumps(event))
@@ -95,7 +96,7 @@ def test_hostile_event_is_answered_not_raised(served: Emulator) -> None:
     and a header that is no object. A raised exception would come back as a FunctionError
     whose stackTrace lists the handler's file paths."""
     client: Any = lambda_client(served.url)
-    event = json.loads((ROOT / "tests" / "events" / "http-api-predict.json").read_text())
+    event = json.loads((EVENTS / "linear-http-api-predict.json").read_text())
     event["requestContext"]["timeEpoch"] = "not a number"
     for headers in (event["headers"], ["content-type"]):
         response = client.invoke(FunctionName="InferenceFunction", Qualifier="live",

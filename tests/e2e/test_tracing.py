@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import EVENTS
+
 ROOT = Path(__file__).parents[2]
 TRACE_ID = "1-5759e988-bd862e3fe1be46a994272793"
 PARENT = "53995c3f42cd8ad8"
@@ -46,7 +48,7 @@ def test_stages_become_subsegments_of_the_invocation_segment(model_dir: Path) ->
                "LAMBDA_TASK_ROOT": str(ROOT), "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}",
                "_X_AMZN_TRACE_ID": f"Root={TRACE_ID};Parent={PARENT};Sampled=1"}
         out = subprocess.run([sys.executable, "-c", PROBE,
-                              str(ROOT / "tests" / "events" / "http-api-predict.json")],
+                              str(EVENTS / "linear-http-api-predict.json")],
                              env=env, cwd=ROOT, check=True, capture_output=True, text=True,
                              timeout=120).stdout
         assert out.splitlines()[-1] == "200"
@@ -73,7 +75,7 @@ def test_without_a_trace_context_tracing_is_a_no_op(model_dir: Path) -> None:
     env.pop("_X_AMZN_TRACE_ID", None)
     env.pop("LAMBDA_TASK_ROOT", None)
     result = subprocess.run([sys.executable, "-c", PROBE,
-                             str(ROOT / "tests" / "events" / "http-api-predict.json")],
+                             str(EVENTS / "linear-http-api-predict.json")],
                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "200"

@@ -1,4 +1,4 @@
-"""Real event payloads (tests/events, from ``sam local generate-event``) through the handler:
+"""Real event payloads (events/linear-*, from ``sam local generate-event``) through the handler:
 each source is recognised and answered in the shape that source expects."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def load(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("fixture", "source"), [
-    ("http-api-predict.json", "http-api"),
-    ("rest-api-predict.json", "rest-api"),
-    ("alb-predict.json", "alb"),
-    ("function-url-predict.json", "function-url"),
+    ("linear-http-api-predict.json", "http-api"),
+    ("linear-rest-api-predict.json", "rest-api"),
+    ("linear-alb-predict.json", "alb"),
+    ("linear-function-url-predict.json", "function-url"),
 ])
 def test_predict_through_each_source(linear_service: Any, fixture: str, source: str) -> None:
     event = load(fixture)
@@ -43,7 +43,7 @@ def test_predict_through_each_source(linear_service: Any, fixture: str, source: 
 
 
 def test_alb_answers_with_status_description_and_multi_value_headers(linear_service: Any) -> None:
-    event = load("alb-predict.json")
+    event = load("linear-alb-predict.json")
     event["multiValueHeaders"] = {k: [v] for k, v in event.pop("headers").items()}
     result = linear_service(event, Context())
     assert result["statusDescription"] == "200 OK"
@@ -51,13 +51,13 @@ def test_alb_answers_with_status_description_and_multi_value_headers(linear_serv
 
 
 def test_alb_query_strings_are_url_decoded() -> None:
-    event = load("alb-predict.json")
+    event = load("linear-alb-predict.json")
     event["queryStringParameters"] = {"output": "a%20b"}
     assert sources.detect(event).to_request(event).query == {"output": "a b"}
 
 
 def test_rest_api_queue_time_from_request_epoch(linear_service: Any) -> None:
-    event = load("rest-api-predict.json")
+    event = load("linear-rest-api-predict.json")
     assert sources.detect(event).to_request(event).received_epoch_ms == \
         event["requestContext"]["requestTimeEpoch"]
     event["requestContext"]["requestTimeEpoch"] = time.time() * 1000 - 25
@@ -67,12 +67,12 @@ def test_rest_api_queue_time_from_request_epoch(linear_service: Any) -> None:
 
 
 def test_stale_request_timestamp_gives_no_queue_time(linear_service: Any) -> None:
-    event = load("rest-api-predict.json")  # SAM's sample timestamp is from 2015
+    event = load("linear-rest-api-predict.json")  # SAM's sample timestamp is from 2015
     assert "queue" not in linear_service(event, Context())["headers"]["server-timing"]
 
 
 def test_http_api_named_stage_is_stripped(linear_service: Any) -> None:
-    event = load("http-api-predict.json")
+    event = load("linear-http-api-predict.json")
     event["rawPath"] = "/prod/predict"
     event["requestContext"]["stage"] = "prod"
     assert linear_service(event, Context())["statusCode"] == 200
@@ -86,7 +86,7 @@ def test_health_get(linear_service: Any) -> None:
 
 
 def test_npy_in_npy_out_is_base64(linear_service: Any) -> None:
-    event = load("http-api-predict.json")
+    event = load("linear-http-api-predict.json")
     buffer = io.BytesIO()
     np.save(buffer, np.array([[1, 2, 3, 4]], dtype=np.float32))
     event["body"] = base64.b64encode(buffer.getvalue()).decode()
@@ -99,7 +99,7 @@ def test_npy_in_npy_out_is_base64(linear_service: Any) -> None:
 
 
 def test_npy_in_json_out_by_accept(linear_service: Any) -> None:
-    event = load("http-api-predict.json")
+    event = load("linear-http-api-predict.json")
     buffer = io.BytesIO()
     np.save(buffer, np.array([[1, 2, 3, 4]], dtype=np.float32))
     event["body"] = base64.b64encode(buffer.getvalue()).decode()
@@ -114,7 +114,7 @@ def test_scheduled_event_is_a_ping_not_traffic(linear_service: Any) -> None:
 
 
 def test_cookies_of_http_api_reach_the_request() -> None:
-    event = load("http-api-predict.json")
+    event = load("linear-http-api-predict.json")
     request = sources.detect(event).to_request(event)
     assert request.headers["cookie"] == "; ".join(event["cookies"])
 

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 from tests.support.cfn import ROOT
+from tests.support.scripts import load
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_layer",
-                                                  ROOT / "layers" / "build_layer.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_layer = _load()
+build_layer = load(ROOT / "layers" / "build_layer.py")

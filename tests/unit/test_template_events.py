@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import EVENTS
 from tests.support import cfn
+from tests.support.scripts import load
 
-EVENTS = sorted((cfn.ROOT / "events").glob("*.json"))
+SAMPLES = sorted(EVENTS.glob("*.json"))
 
 
 def routes() -> list[tuple[str, re.Pattern[str]]]:
@@ -28,12 +30,12 @@ def body(event: dict[str, Any]) -> str:
 
 
 def test_every_kind_of_sample_is_there() -> None:
-    assert {p.name for p in EVENTS} >= {"http-api-predict.json", "http-api-v2-infer.json",
+    assert {p.name for p in SAMPLES} >= {"http-api-predict.json", "http-api-v2-infer.json",
                                         "http-api-health.json", "warmer-ping.json",
                                         "scheduled.json"}
 
 
-@pytest.mark.parametrize("path", [p for p in EVENTS if p.name.startswith("http-api")],
+@pytest.mark.parametrize("path", [p for p in SAMPLES if p.name.startswith("http-api")],
                          ids=lambda p: p.name)
 def test_http_api_samples_are_payload_2_and_match_a_route(path: Path) -> None:
     event = json.loads(path.read_text())
@@ -47,7 +49,20 @@ def test_http_api_samples_are_payload_2_and_match_a_route(path: Path) -> None:
 
 
 def test_warmer_samples_follow_the_ping_contract() -> None:
-    ping = json.loads((cfn.ROOT / "events" / "warmer-ping.json").read_text())
+    ping = json.loads((EVENTS / "warmer-ping.json").read_text())
     assert ping["warmer"] is True and 0 <= ping["holdMs"] <= 1000
-    scheduled = json.loads((cfn.ROOT / "events" / "scheduled.json").read_text())
+    scheduled = json.loads((EVENTS / "scheduled.json").read_text())
     assert (scheduled["source"], scheduled["detail-type"]) == ("aws.events", "Scheduled Event")
+
+
+def test_the_drift_check_names_changed_missing_and_unmade_files() -> None:
+    """events/generate.py --check (tests/e2e/test_event_fixtures.py runs it on SAM's output)."""
+    generate = load(EVENTS / "generate.py")
+    committed = {p.name: json.loads(p.read_text()) for p in SAMPLES}
+    assert generate.stale(committed) == []
+    changed = {**committed, "scheduled.json": {**committed["scheduled.json"], "id": "x"}}
+    assert generate.stale(changed) == ["scheduled.json"]
+    assert generate.stale({**committed, "new.json": {}}) == ["new.json"]
+    unmade = dict(committed)
+    del unmade["warmer-ping.json"]
+    assert generate.stale(unmade) == ["warmer-ping.json"]

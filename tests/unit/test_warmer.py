@@ -7,7 +7,6 @@ import io
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,11 +16,11 @@ from botocore.exceptions import EndpointConnectionError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from tests.conftest import EVENTS
 from warmer import app, fanout, metric_names
 from warmer.settings import WarmConfig
 
 TARGET = "onnx-lambda-InferenceFunction-abc"
-EVENTS = Path(__file__).parents[1] / "events"
 
 
 @pytest.fixture
