@@ -23,11 +23,14 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
 from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.environment import ACCOUNT_ID, REGION
+from onnx_lambda.emulator.http_types import Response, json_response
+from onnx_lambda.emulator.limits import HTTP_API_HEAD_BYTES
 
 TEXT_TYPES = ("text/*", "application/json", "application/*+json", "application/xml",
               "application/*+xml", "application/javascript", "application/x-javascript")
@@ -191,18 +194,31 @@ def rest_api_event(request: HttpRequest, *, resource: str, stage: str, api_id: s
     }
 
 
+# API Gateway's own error messages by payload version (HTTP API 2.0, REST API 1.0); any other
+# status says its phrase.
+_MESSAGES = {
+    "2.0": {500: "Internal Server Error", 413: "Request Entity Too Large", 404: "Not Found",
+            503: "Service Unavailable",
+            431: f"HTTP header is larger than {HTTP_API_HEAD_BYTES} bytes."},
+    "1.0": {502: "Internal server error", 500: "Internal server error",
+            413: "Request Entity Too Large", 504: "Endpoint request timed out"},
+}
+
+
+def gateway_message(version: str, status: int) -> str:
+    return _MESSAGES[version].get(status) or HTTPStatus(status).phrase
+
+
 def gateway_error(version: str, status: int | None = None) -> HttpResponse:
     """API Gateway's own error responses (function error, throttle, bad response)."""
-    if version == "2.0":
-        status = status or 500
-        message = {500: "Internal Server Error", 413: "Request Entity Too Large",
-                   404: "Not Found", 503: "Service Unavailable"}[status]
-    else:
-        status = status or 502
-        message = {502: "Internal server error", 500: "Internal server error",
-                   413: "Request Entity Too Large", 504: "Endpoint request timed out"}[status]
+    status = status or (500 if version == "2.0" else 502)
     return HttpResponse(status, [("Content-Type", "application/json")],
-                        json.dumps({"message": message}).encode())
+                        json.dumps({"message": gateway_message(version, status)}).encode())
+
+
+def gateway_refusal(status: int) -> Response:
+    """The HTTP front's refusals (head too large, timeouts, too busy) in the HTTP API's shape."""
+    return json_response({"message": gateway_message("2.0", status)}, status)
 
 
 class MalformedResponse(ValueError):

@@ -15,7 +15,8 @@ per-invocation CPU there.
 - Limits (:class:`~.limits.ServerLimits`): head and body sizes, bytes buffered by all
   connections, open connections (the longest-idle one is closed to admit a new client),
   pipelining depth, head / body / idle timeouts. Refusals are answered by ``refusal``
-  (status, path) -> :class:`Response`, API Gateway's ``{"message": ...}`` by default.
+  (status, path) -> :class:`Response`: each server says whose shape (API Gateway's,
+  the Invoke API's, the Runtime API's).
 - ``TCP_NODELAY`` on every connection: without it each small response waits for the
   peer's delayed ACK (~40 ms per round trip).
 """
@@ -26,7 +27,6 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import Callable
-from http import HTTPStatus
 
 from onnx_lambda.emulator.http_conn import Connection
 from onnx_lambda.emulator.http_types import (
@@ -40,24 +40,14 @@ from onnx_lambda.emulator.http_types import (
 from onnx_lambda.emulator.limits import ServerLimits
 
 __all__ = ["OWN_HEADERS", "Handler", "HttpServer", "Request", "Response", "encode_response",
-           "gateway_refusal", "json_response"]
-
-# API Gateway's wording where it differs from the status phrase
-_MESSAGES = {431: "HTTP header is larger than 10240 bytes.", 500: "Internal Server Error",
-             413: "Request Entity Too Large", 503: "Service Unavailable"}
-
-
-def gateway_refusal(status: int, _path: str = "") -> Response:
-    """A refusal in API Gateway's shape: ``{"message": "..."}``."""
-    message = _MESSAGES.get(status) or HTTPStatus(status).phrase
-    return json_response({"message": message}, status)
+           "json_response"]
 
 
 class HttpServer:
     """Serves ``handler`` on one TCP port."""
 
-    def __init__(self, handler: Handler, *, limits: ServerLimits | None = None,
-                 refusal: Callable[[int, str], Response] = gateway_refusal,
+    def __init__(self, handler: Handler, *, refusal: Callable[[int, str], Response],
+                 limits: ServerLimits | None = None,
                  cancel_on_disconnect: bool = True) -> None:
         self.handler = handler
         self.limits = limits or ServerLimits()

@@ -56,6 +56,7 @@ class Connection(asyncio.Protocol):
         self._ready: collections.deque[tuple[Request | Response, bool]] = collections.deque()
         self._task: asyncio.Task[None] | None = None  # the handler being awaited
         self._url = b""
+        self._path, self._query = "", b""  # of _url, split and decoded once its head is in
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._size = 0  # body bytes of the request being read
@@ -190,12 +191,13 @@ class Connection(asyncio.Protocol):
                 declared = int(value) if value.isdigit() else 0  # llhttp checked the syntax
             elif len(name) == 6 and name.lower() == b"expect":
                 expect = value.lower() == b"100-continue"
-        path = self._url.partition(b"?")[0].decode("latin-1")
+        raw_path, _, self._query = self._url.partition(b"?")
+        self._path = raw_path.decode("latin-1")
         if size > limits.max_head:
-            self._refuse(431, path)
+            self._refuse(431, self._path)
             raise _Refused
         if declared > limits.max_body:
-            self._refuse(413, path)
+            self._refuse(413, self._path)
             raise _Refused
         if expect and self._transport is not None:
             self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -204,7 +206,7 @@ class Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self._size += len(body)
         if self._size > self._limits.max_body:
-            self._refuse(413, self._url.partition(b"?")[0].decode("latin-1"))
+            self._refuse(413, self._path)
             raise _Refused
         if not self._server.hold(len(body)):
             self._refuse(503)
@@ -215,12 +217,10 @@ class Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.deadline, self._in_message = 0.0, False
-        raw_path, _, query = self._url.partition(b"?")
-        path = raw_path.decode("latin-1")
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
         self._ready.append((Request(
-            method=self._parser.get_method().decode("latin-1"), raw_path=path,
-            raw_query=query.decode("latin-1"), raw_headers=self._headers, body=body,
+            method=self._parser.get_method().decode("latin-1"), raw_path=self._path,
+            raw_query=self._query.decode("latin-1"), raw_headers=self._headers, body=body,
             version=self._parser.get_http_version(), peer=self._peer),
             self._parser.should_keep_alive()))
         self._size = 0

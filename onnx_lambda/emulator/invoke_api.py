@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from onnx_lambda.emulator import ids
+from onnx_lambda.emulator import apigw, ids
 from onnx_lambda.emulator.environment import function_arn
-from onnx_lambda.emulator.http11 import Request, Response, gateway_refusal, json_response
+from onnx_lambda.emulator.http11 import Request, Response, json_response
 from onnx_lambda.emulator.limits import (
     LAMBDA_ASYNC_PAYLOAD_BYTES,
     LAMBDA_CLIENT_CONTEXT_BYTES,
@@ -189,4 +189,4 @@ def refusal(status: int, path: str) -> Response:
         return ServiceError(413, "RequestTooLargeException",
                             f"Request must be smaller than {MAX_SYNC_BYTES} bytes for the "
                             "InvokeFunction operation").response(ids.request_id())
-    return gateway_refusal(status)
+    return apigw.gateway_refusal(status)

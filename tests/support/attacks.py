@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import psutil
-
+from onnx_lambda.emulator.limits import PeakRss
 from onnx_lambda.emulator.process import start_server_process
 from tests.support.raw_http import Reader, connect, request
 
@@ -39,24 +38,19 @@ PROBE = request("GET", "/nowhere")  # the front's 404: no function, only the ser
 
 
 class Peak:
-    """Samples a process's RSS every 10 ms in a thread; ``mb`` is the peak over the start."""
+    """A process's peak RSS increase from now, in MB: its high-water mark (``VmHWM``, read by
+    the emulator's own :class:`~onnx_lambda.emulator.limits.PeakRss`) reset to the current
+    RSS first (``/proc/PID/clear_refs`` ``5``), so the kernel keeps the peak: no sampling."""
 
     def __init__(self, pid: int) -> None:
-        self._proc = psutil.Process(pid)
-        self.base = self._proc.memory_info().rss
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self._proc.memory_info().rss)
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        self._rss = PeakRss(pid)
+        self.base = self._rss.mb()
 
     def mb(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return (self.peak - self.base) / 2**20
+        peak = self._rss.mb() - self.base
+        self._rss.track([])  # closes its /proc file
+        return peak
 
 
 def body_hold(port: int, pid: int, connections: int = 40) -> dict[str, Any]:

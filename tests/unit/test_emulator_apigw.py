@@ -82,6 +82,11 @@ def test_gateway_errors() -> None:
     assert json.loads(apigw.gateway_error("2.0").body) == {"message": "Internal Server Error"}
     assert apigw.gateway_error("1.0").status == 502
     assert apigw.gateway_error("2.0", 503).status == 503
+    # the HTTP front's refusals say what the gateway's errors say (one table)
+    for status in (413, 500, 503):
+        assert apigw.gateway_refusal(status).body == apigw.gateway_error("2.0", status).body
+    assert json.loads(apigw.gateway_error("1.0", 504).body) == {
+        "message": "Endpoint request timed out"}
 
 
 def routes(*specs: tuple[str, str]) -> list:  # type: ignore[type-arg]

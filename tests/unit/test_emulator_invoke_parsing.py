@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from onnx_lambda.emulator.http11 import Response, encode_response, gateway_refusal
+from onnx_lambda.emulator.apigw import gateway_refusal
+from onnx_lambda.emulator.http11 import Response, encode_response
 from onnx_lambda.emulator.invoke_api import ServiceError, check_json, decode_client_context, refusal
 from onnx_lambda.emulator.limits import LAMBDA_CLIENT_CONTEXT_BYTES
 
