@@ -39,9 +39,12 @@ def test_warmer_artifact_is_its_package_and_powertools(tmp_path: Path) -> None:
     assert not any(name.endswith(".pyc") for name in files(root))  # nothing of this machine's
     # what the managed runtime brings is not packaged again
     assert not {"boto3", "botocore", "jmespath"} & {p.name for p in root.iterdir()}
-    # the artifact imports on its own (Powertools resolves from it, not from this venv)
+    # the artifact imports on its own (Powertools resolves from it, not from this venv) and
+    # needs nothing of the inference handler or the tooling
     probe = ("import sys; sys.path.insert(0, sys.argv[1]); import warmer.app as w, "
-             "aws_lambda_powertools as p; assert p.__file__.startswith(sys.argv[1]), p.__file__")
+             "aws_lambda_powertools as p; assert p.__file__.startswith(sys.argv[1]), p.__file__; "
+             "assert w.__file__.startswith(sys.argv[1]), w.__file__; "
+             "assert not [m for m in sys.modules if m.split('.')[0] in ('handler', 'onnx_lambda')]")
     subprocess.run([sys.executable, "-c", probe, str(root)], check=True, cwd=tmp_path)
 
 
