@@ -180,8 +180,9 @@ def build_layer(out: Path, arch: str, zip_path: Path | None, extra: tuple[str, .
 
 def copy_code(package: Path, dest: Path) -> None:
     """A function package (``handler/``, ``warmer/``) as its artifact ships it: every file but
-    ``NOT_SHIPPED_CODE``."""
-    shutil.copytree(package, dest, ignore=shutil.ignore_patterns(*NOT_SHIPPED_CODE))
+    ``NOT_SHIPPED_CODE``. Into an existing ``dest`` too (a second ``make`` into one folder)."""
+    shutil.copytree(package, dest, ignore=shutil.ignore_patterns(*NOT_SHIPPED_CODE),
+                    dirs_exist_ok=True)
 
 
 def assemble_task_root(root: Path, arch: str, model: Path, code: Path,

@@ -172,3 +172,16 @@ def test_image_size_also_checks_the_250_mb_zip_and_layer_limit(
     model.mkdir()
     assert build_layer.main(["image-size", "--model", str(model), "--budget-mb", "1000"]) == 1
     assert "250 MB" in capsys.readouterr().err
+
+
+def test_code_copies_a_function_package_as_it_ships(tmp_path: Path) -> None:
+    """layers/Makefile's copy of handler/ and warmer/: no Dockerfile, no bytecode caches."""
+    for package in ("handler", "warmer"):
+        dest = tmp_path / package
+        for _ in range(2):  # again into the same folder, as a second `make` would
+            assert build_layer.main(["code", str(cfn.ROOT / package), str(dest)]) == 0
+        shipped = {str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()}
+        sources = {str(p.relative_to(cfn.ROOT / package))
+                   for p in (cfn.ROOT / package).rglob("*.py")}
+        assert sources <= shipped, sources - shipped
+        assert not [n for n in shipped if n.endswith((".pyc", "Dockerfile"))], shipped
