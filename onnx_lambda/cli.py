@@ -9,7 +9,7 @@ import sys
 
 COMMAND_MODULES = (
     "onnx_lambda.emulator.commands",  # serve, invoke
-    "onnx_lambda.build.commands",  # build-model, inspect
+    "onnx_lambda.build_model.commands",  # build-model, inspect
     "onnx_lambda.bench.commands",  # bench, tune, simulate
     "onnx_lambda.deploy_commands",  # warm
     "onnx_lambda.deploy_config",  # deploy-config

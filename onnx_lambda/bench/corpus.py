@@ -23,7 +23,7 @@ from typing import Any
 import onnxruntime as ort
 
 from onnx_lambda.bench.stats import median
-from onnx_lambda.build.measure import folder_size
+from onnx_lambda.build_model.measure import folder_size
 from onnx_lambda.corpus import fetch, serving
 from onnx_lambda.corpus.registry import BY_NAME, MODELS, CorpusModel
 

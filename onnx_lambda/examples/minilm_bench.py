@@ -30,8 +30,8 @@ from rich.table import Table
 
 from handler.model import Model
 from handler.pipelines import load as load_pipeline
-from onnx_lambda.build import measure
-from onnx_lambda.build.gate import as_numpy
+from onnx_lambda.build_model import measure
+from onnx_lambda.build_model.gate import as_numpy
 from onnx_lambda.examples import minilm
 from onnx_lambda.examples.sentences import SENTENCES
 

@@ -21,7 +21,7 @@ import onnxruntime as ort
 from rich.console import Console
 
 from handler.manifest import Manifest
-from onnx_lambda.build import (
+from onnx_lambda.build_model import (
     example,
     graph_math,
     inspect,
@@ -34,10 +34,10 @@ from onnx_lambda.build import (
     quantize,
     signature,
 )
-from onnx_lambda.build.errors import AccuracyGateError
-from onnx_lambda.build.gate import Accuracy, Feeds, collect, compare
-from onnx_lambda.build.progress import Steps
-from onnx_lambda.build.spec import BuildOptions, ModelSpec
+from onnx_lambda.build_model.errors import AccuracyGateError
+from onnx_lambda.build_model.gate import Accuracy, Feeds, collect, compare
+from onnx_lambda.build_model.progress import Steps
+from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
 PORTABLE = "model.onnx"
 

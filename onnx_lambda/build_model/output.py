@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from handler.manifest import FILENAME
-from onnx_lambda.build.errors import BuildCancelledError, OutputError
+from onnx_lambda.build_model.errors import BuildCancelledError, OutputError
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

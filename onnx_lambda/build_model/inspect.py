@@ -23,8 +23,8 @@ from rich.table import Table
 
 from handler.dims import is_shared
 from handler.manifest import FILENAME, Manifest, TensorInfo
-from onnx_lambda.build import ladder, quantize
-from onnx_lambda.build.errors import InvalidModelError
+from onnx_lambda.build_model import ladder, quantize
+from onnx_lambda.build_model.errors import InvalidModelError
 
 
 def load(target: Path) -> tuple[Path, onnx.ModelProto, Manifest | None]:

@@ -4,7 +4,7 @@ An inline example is posted as simple JSON to ``/predict``; an ``example_file`` 
 request file under the temporary folder and posted as ``.npy`` (one input) or as an Open
 Inference Protocol V2 binary request (several inputs) to ``/v2/models/NAME/infer``.
 
-Usage: ``python -m onnx_lambda.build.request MODEL_FOLDER URL``
+Usage: ``python -m onnx_lambda.build_model.request MODEL_FOLDER URL``
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ import onnx
 
 from handler.dims import is_shared
 from handler.manifest import TensorInfo
-from onnx_lambda.build.errors import ExampleArgumentError, NoExampleError
-from onnx_lambda.build.example import Feeds, Given, shape_text
+from onnx_lambda.build_model.errors import ExampleArgumentError, NoExampleError
+from onnx_lambda.build_model.example import Feeds, Given, shape_text
 
 LENGTHS = (1, 16, 32, 64, 128, 224, 256, 320, 512, 640, 1024, 16000)
 SPATIAL = (224, 256, 320, 384, 416, 512, 640, 1024, 32, 64, 128, 16)

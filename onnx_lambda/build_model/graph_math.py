@@ -28,7 +28,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from handler.pipelines.classifier import are_probabilities
-from onnx_lambda.build.gate import Comparable, Feeds
+from onnx_lambda.build_model.gate import Comparable, Feeds
 
 MIN_OPSET = 11
 PIPELINES = ("classifier", "text-embedding")

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from onnx_lambda.build.example import Given
-from onnx_lambda.build.gate import Comparable, Feeds, Rows, Thresholds, comparable_outputs
-from onnx_lambda.build.quantize import QuantizeSettings
+from onnx_lambda.build_model.example import Given
+from onnx_lambda.build_model.gate import Comparable, Feeds, Rows, Thresholds, comparable_outputs
+from onnx_lambda.build_model.quantize import QuantizeSettings
 
 
 @dataclass

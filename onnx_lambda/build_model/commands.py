@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from onnx_lambda.build.quant_methods import ALGOS, METHODS
+from onnx_lambda.build_model.quant_methods import ALGOS, METHODS
 
 if TYPE_CHECKING:
-    from onnx_lambda.build.builder import BuildReport
-    from onnx_lambda.build.spec import ModelSpec
+    from onnx_lambda.build_model.builder import BuildReport
+    from onnx_lambda.build_model.spec import ModelSpec
 
 
 def register(subparsers: Any) -> None:
@@ -111,11 +111,11 @@ def _block_size(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
-    from onnx_lambda.build import output
-    from onnx_lambda.build.builder import build
-    from onnx_lambda.build.errors import BuildError
-    from onnx_lambda.build.gate import Thresholds
-    from onnx_lambda.build.spec import BuildOptions
+    from onnx_lambda.build_model import output
+    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.errors import BuildError
+    from onnx_lambda.build_model.gate import Thresholds
+    from onnx_lambda.build_model.spec import BuildOptions
 
     console = Console(stderr=True)
     options = BuildOptions(
@@ -167,9 +167,9 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
 
 def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpec:
     from onnx_lambda import examples
-    from onnx_lambda.build.errors import ExampleArgumentError
-    from onnx_lambda.build.example import parse as parse_given
-    from onnx_lambda.build.spec import ModelSpec
+    from onnx_lambda.build_model.errors import ExampleArgumentError
+    from onnx_lambda.build_model.example import parse as parse_given
+    from onnx_lambda.build_model.spec import ModelSpec
 
     if args.source in examples.NAMES:
         if args.example or args.shape or args.dim:
@@ -256,8 +256,8 @@ def _register_inspect(subparsers: Any) -> None:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """Exit codes: 0, 2 no such MODEL, 3 not a readable model."""
-    from onnx_lambda.build import inspect
-    from onnx_lambda.build.errors import BuildError
+    from onnx_lambda.build_model import inspect
+    from onnx_lambda.build_model.errors import BuildError
 
     console = Console(stderr=True)
     if not args.model.exists():

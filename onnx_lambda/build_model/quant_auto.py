@@ -18,9 +18,9 @@ from typing import Any
 
 from handler.artifact import Artifact
 from handler.model import Model
-from onnx_lambda.build import measure, quantize
-from onnx_lambda.build.errors import AccuracyGateError, BuildError, NothingToQuantizeError
-from onnx_lambda.build.gate import Feeds, Thresholds
+from onnx_lambda.build_model import measure, quantize
+from onnx_lambda.build_model.errors import AccuracyGateError, BuildError, NothingToQuantizeError
+from onnx_lambda.build_model.gate import Feeds, Thresholds
 
 # (method, int4 algo) in the order tried: cheap and usually best first, so a short budget still
 # gets the likely winner.

@@ -23,14 +23,14 @@ from pathlib import Path
 import onnx
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from onnx_lambda.build import quant_methods
-from onnx_lambda.build.errors import (
+from onnx_lambda.build_model import quant_methods
+from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
     NothingToQuantizeError,
     QuantizeError,
 )
-from onnx_lambda.build.gate import Accuracy, Feeds, Thresholds
+from onnx_lambda.build_model.gate import Accuracy, Feeds, Thresholds
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import onnxruntime as ort
 from google.protobuf.message import DecodeError
 
 from handler.manifest import TensorInfo
-from onnx_lambda.build.errors import InvalidModelError, UnsupportedOpsError
+from onnx_lambda.build_model.errors import InvalidModelError, UnsupportedOpsError
 
 # onnxruntime type string → the numpy dtype name the manifest records
 _DTYPES = {

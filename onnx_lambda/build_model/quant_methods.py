@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers load on use only
-    from onnx_lambda.build.gate import Feeds
+    from onnx_lambda.build_model.gate import Feeds
 
 METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
 ALGOS = ("rtn", "hqq", "gptq")
@@ -177,7 +177,7 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
         import importlib.util
 
         if importlib.util.find_spec("torch") is None:  # onnxruntime's HQQ computes in torch
-            from onnx_lambda.build.errors import BuildError
+            from onnx_lambda.build_model.errors import BuildError
 
             raise BuildError("int4 --algo hqq needs torch: pip install -e '.[examples]' "
                              "(or use --algo rtn / gptq)")
@@ -208,7 +208,7 @@ def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[s
     import onnx
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
-    from onnx_lambda.build import graph_math
+    from onnx_lambda.build_model import graph_math
 
     model = onnx.load(str(source))
     # The pipeline math build-model appended (pooling, normalisation, softmax) stays fp32 as a

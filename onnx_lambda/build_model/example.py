@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from handler.manifest import TensorInfo
-from onnx_lambda.build.errors import ExampleArgumentError
+from onnx_lambda.build_model.errors import ExampleArgumentError
 
 Feeds = dict[str, np.ndarray]
 EXAMPLE_FILE = "example.npz"

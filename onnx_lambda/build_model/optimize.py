@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 
-from onnx_lambda.build import canonical
+from onnx_lambda.build_model import canonical
 
 LEVELS = {
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
