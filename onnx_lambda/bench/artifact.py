@@ -11,21 +11,22 @@ from importlib import metadata
 from pathlib import Path
 
 from onnx_lambda.bench.subject import ALWAYS_ON, FLOOR
+from onnx_lambda.source_tree import root
 
-ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = [line.split("#")[0].strip() for line in
-           (ROOT / "layers" / "requirements.txt").read_text().splitlines()
-           if line.split("#")[0].strip()]
 
-# Requirements of each approach (the baselines' imports).
-REQUIREMENTS: dict[str, list[str]] = {
-    FLOOR: RUNTIME,
-    "onnx-lambda": RUNTIME,
-    "naive handler": [*RUNTIME, "boto3", "aws-lambda-powertools[tracer]"],
-    "FastAPI + Mangum": [*RUNTIME, "fastapi", "mangum"],
-    ALWAYS_ON: [*RUNTIME, "fastapi", "uvicorn"],
-}
-OWN_CODE = {"onnx-lambda": [ROOT / "handler"]}
+def requirements() -> dict[str, list[str]]:
+    """Requirements of each approach (the baselines' imports): the runtime pin of
+    ``layers/requirements.txt`` plus what each one adds."""
+    runtime = [line.split("#")[0].strip() for line in
+               (root() / "layers" / "requirements.txt").read_text().splitlines()
+               if line.split("#")[0].strip()]
+    return {FLOOR: runtime, "onnx-lambda": runtime,
+            "naive handler": [*runtime, "boto3", "aws-lambda-powertools[tracer]"],
+            "FastAPI + Mangum": [*runtime, "fastapi", "mangum"],
+            ALWAYS_ON: [*runtime, "fastapi", "uvicorn"]}
+
+
+OWN_CODE = ("handler",)  # ours ships these folders of the checkout besides its dependencies
 NO_DEPS = {"onnx-lambda"}  # handler/Dockerfile installs layers/requirements.txt with --no-deps
 
 
@@ -81,11 +82,12 @@ def measure(model: Path, portable: Path) -> dict[str, dict[str, float]]:
     """MB per approach: ``dependencies``, ``code``, ``model``, ``total``, ``packages``. Ours
     ships the model folder (``model``: artifact + manifest); the baselines the portable file."""
     out = {}
-    for approach, requirements in REQUIREMENTS.items():
-        dists = closure(requirements, deps=approach not in NO_DEPS)
+    for approach, needs in requirements().items():
+        dists = closure(needs, deps=approach not in NO_DEPS)
         deps = sum(dist_bytes(d) for d in dists.values()) / 1e6
-        code = sum(tree_bytes(p) for p in OWN_CODE.get(approach, [])) / 1e6
-        model_mb = tree_bytes(model if approach == "onnx-lambda" else portable) / 1e6
+        ours = approach == "onnx-lambda"
+        code = sum(tree_bytes(root() / p) for p in OWN_CODE) / 1e6 if ours else 0.0
+        model_mb = tree_bytes(model if ours else portable) / 1e6
         out[approach] = {"dependencies": deps, "code": code, "model": model_mb,
                          "total": deps + code + model_mb, "packages": float(len(dists))}
     return out

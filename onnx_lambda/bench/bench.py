@@ -16,6 +16,7 @@ from onnx_lambda.bench import artifact, cold, memory, servers, warm
 from onnx_lambda.bench.stats import interleave, median, summary
 from onnx_lambda.bench.subject import ALWAYS_ON, ALWAYS_ON_SHARE, LAMBDA_TARGETS, OURS, Subject
 from onnx_lambda.emulator.limits import CpuLimiter
+from onnx_lambda.source_tree import root
 
 Progress = Callable[[str], None]
 
@@ -115,9 +116,9 @@ def overhead(subject: Subject, opts: Options, warm_ms: float | None = None) -> d
             "from onnx_lambda.bench.handler import warm; "
             "print(json.dumps(warm(Path(sys.argv[1]), int(sys.argv[2]))))")
     out = subprocess.run([sys.executable, "-c", code, str(subject.model), str(count)],
-                         cwd=servers.ROOT, capture_output=True, text=True, check=True,
+                         cwd=root(), capture_output=True, text=True, check=True,
                          env={**os.environ, **subject.environment(opts.memory_mb),
-                              "PYTHONPATH": str(servers.ROOT),
+                              "PYTHONPATH": str(root()),
                               "ONNX_LAMBDA_LOG_LEVEL": "warning"}).stdout
     runs = json.loads(out.strip().splitlines()[-1])
     run_us, handler_us = summary(runs["session.run"]), summary(runs["handler"])

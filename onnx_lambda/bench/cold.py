@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from onnx_lambda.bench import servers
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
+from onnx_lambda.source_tree import root
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
 _REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
@@ -35,8 +36,8 @@ TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sam
 def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     spawned = time.time()
     started = time.perf_counter()
-    out = subprocess.run(argv, cwd=servers.ROOT, capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(servers.ROOT),
+    out = subprocess.run(argv, cwd=root(), capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": str(root()),
                               "BENCH_SPAWNED_AT": repr(spawned), **env})
     wall = (time.perf_counter() - started) * 1e3
     if out.returncode != 0:

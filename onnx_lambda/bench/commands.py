@@ -8,7 +8,8 @@ import shlex
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from onnx_lambda.source_tree import root
+
 DOCS = Path("docs")
 IMG = DOCS / "benchmarks"
 DEFAULT_SIZES = "128,256,512,1024,1769,3008,10240"
@@ -17,7 +18,7 @@ DEFAULT_SIZES = "128,256,512,1024,1769,3008,10240"
 def default_models() -> list[Path]:
     """models/digits and models/minilm when built, else a tiny generated model (relative to
     the repository when run from it, so reports show the command as a user types it)."""
-    base = Path("models") if Path.cwd().resolve() == ROOT else ROOT / "models"
+    base = Path("models") if Path.cwd().resolve() == root() else root() / "models"
     built = [base / n for n in ("digits", "minilm") if (base / n / "model.json").exists()]
     if built:
         return built

@@ -46,32 +46,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def measured_mb(model: Path, processes: int) -> float:
-    try:
-        found = process_memory.measure(model, processes)
-    except (RuntimeError, OSError) as exc:
-        raise SystemExit(f"onnx-lambda price: {exc}") from None
+    found = process_memory.measure(model, processes)
     print(f"{model}: {processes} handler processes side by side: RSS {found.rss_mb:.0f} MB, "
           f"PSS {found.pss_mb:.0f} MB ({found.per_process_mb:.1f} MB a process)")
     return found.per_process_mb
 
 
 def run(args: argparse.Namespace, command: str) -> int:
-    prices = PriceTable.load()
     try:
-        inst = managed.instance(prices, args.instance)
-        traffic = managed.Traffic(args.mean_rps, args.peak_rps or 2 * args.mean_rps,
-                                  args.duration_ms)
-    except ValueError as exc:
+        return _report(args, command)
+    except (ValueError, RuntimeError, OSError) as exc:  # bad numbers, or a model that won't load
         raise SystemExit(f"onnx-lambda price: {exc}") from None
+
+
+def _report(args: argparse.Namespace, command: str) -> int:
+    prices = PriceTable.load()
+    inst = managed.instance(prices, args.instance)
+    traffic = managed.Traffic(args.mean_rps, args.peak_rps or 2 * args.mean_rps, args.duration_ms)
     rss = (args.rss_mb if args.rss_mb is not None
            else measured_mb(args.model, args.measure_processes))
     knobs = {"rss_mb": rss, "memory_mb": args.memory,
              "processes_per_vcpu": args.processes_per_vcpu, "utilization": args.utilization,
              "cold_fraction": args.cold_fraction, "init_ms": args.init_ms}
-    try:
-        options = managed.compare(traffic, prices, inst, **knobs)
-    except ValueError as exc:
-        raise SystemExit(f"onnx-lambda price: {exc}") from None
+    options = managed.compare(traffic, prices, inst, **knobs)
     even = {against: managed.break_even_rps(traffic, prices, inst, against, **knobs)
             for against in ("on-demand", "provisioned")}
     terms = managed.managed_terms(prices)

@@ -20,29 +20,18 @@ import argparse  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import statistics  # noqa: E402
 import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
 from onnx_lambda.bench.rss import peak_rss_mb  # noqa: E402
+from onnx_lambda.bench.stats import median  # noqa: E402
+from onnx_lambda.lambda_context import LambdaContext  # noqa: E402
 
 
-class Context:
-    """The attributes of Lambda's context object that handlers and Powertools read."""
-
-    function_name = "Bench"
-    function_version = "$LATEST"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:Bench"
-    memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769"))
-    log_group_name = "/aws/lambda/Bench"
-    log_stream_name = "bench"
-
-    def __init__(self) -> None:
-        self.aws_request_id = str(uuid.uuid4())
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 60_000
+def _context() -> LambdaContext:
+    """A fresh request id per call, and the memory size the function runs with."""
+    return LambdaContext(str(uuid.uuid4()), 60_000, function_name="Bench", memory_mb=int(
+        os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769")))
 
 
 def _marks(module: Any) -> dict[str, float]:
@@ -68,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(args.module)
     imported = time.perf_counter()
     marks_at_init = _marks(module)
-    status = _status(module.handler(event, Context()))
+    status = _status(module.handler(event, _context()))
     first = time.perf_counter()
     warm = []
     for _ in range(args.warm):
         t = time.perf_counter()
-        module.handler(event, Context())
+        module.handler(event, _context())
         warm.append((time.perf_counter() - t) * 1e3)
     spawned = float(os.environ.get("BENCH_SPAWNED_AT", _STARTED_EPOCH))
     print(json.dumps({
@@ -83,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         "marks": marks_at_init,
         "lazy": {k: v for k, v in _marks(module).items() if k not in marks_at_init},
         "first-request": (first - imported) * 1e3,
-        "warm": statistics.median(warm) if warm else None,
+        "warm": median(warm) if warm else None,
         "status": status,
         "rss_mb": peak_rss_mb(),
     }), flush=True)

@@ -16,15 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-ROOT = Path(__file__).resolve().parents[2]
+from onnx_lambda.ports import free_port
+from onnx_lambda.source_tree import root
+
 FUNCTION = "Bench"  # the generated template's only function
 STARTUP_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
@@ -35,7 +31,7 @@ def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: i
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
         "Resources": {FUNCTION: {"Type": "AWS::Serverless::Function", "Properties": {
-            "Runtime": "python3.12", "Handler": handler, "CodeUri": str(ROOT),
+            "Runtime": "python3.12", "Handler": handler, "CodeUri": str(root()),
             "MemorySize": memory_mb, "Timeout": timeout_s,
             "Environment": {"Variables": dict(environment)},
             "Events": {"Predict": {"Type": "HttpApi",
@@ -55,14 +51,14 @@ class Server:
         self.argv, self.port, self.preexec = argv, port, preexec
         self.files = files or tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
         self.log = Path(self.files.name) / "server.log"
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+        self.env = {**os.environ, "PYTHONPATH": str(root()), **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = f"http://127.0.0.1:{port}"
 
     def __enter__(self) -> Server:
         # output to a file: a pipe nobody reads would fill up and block the server
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=out,
+            self.proc = subprocess.Popen(self.argv, cwd=root(), env=self.env, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=self.preexec)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S

@@ -128,12 +128,12 @@ def sweep(args: argparse.Namespace, work: Any) -> tuple[list[Any], Any, int, flo
         strategies = [simulate.Strategy.parse(s) for s in args.strategy]
     else:
         from onnx_lambda.bench.cost import PriceTable
-        from onnx_lambda.bench.managed import instance
+        from onnx_lambda.bench.managed import instance, min_instances
 
         peak = one(simulate.Strategy()).peak_concurrency
-        vcpus = instance(PriceTable.load(), work.instance).vcpus
-        strategies = (simulate.candidates(peak)
-                      + simulate.managed_candidates(peak, vcpus))
+        prices = PriceTable.load()
+        strategies = (simulate.candidates(peak) + simulate.managed_candidates(
+            peak, instance(prices, work.instance).vcpus, min_instances(prices)))
     results = [one(s) for s in strategies]
     return results, simulate.recommend(results, args.target), len(times), horizon
 
@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from onnx_lambda.bench import plots
     from onnx_lambda.bench.commands import command_line
     from onnx_lambda.bench.report import fmt, table
+    from onnx_lambda.bench.stats import DEFINITION
 
     work, source = workload(args)
     results, best, requests, horizon = sweep(args, work)
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         f"`{command_line(args)}`", "",
         f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
         f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes[0] / 60:g}-"
-        f"{args.idle_minutes[1] / 60:g} min; workload {source}.", "",
+        f"{args.idle_minutes[1] / 60:g} min; workload {source}; {DEFINITION}.", "",
         *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
         f"Recommended (cheapest with cold starts ≤ {100 * args.target:g} %): "
         f"{best.strategy.label} — {100 * best.cold_fraction:.3f} % cold, "

@@ -12,6 +12,7 @@ from onnx_lambda.bench import plots, sizing, tune
 from onnx_lambda.bench.cost import PriceTable
 from onnx_lambda.bench.progress import progress_bar
 from onnx_lambda.bench.report import fmt, machine, table
+from onnx_lambda.bench.stats import DEFINITION
 from onnx_lambda.bench.subject import prepare
 
 
@@ -27,7 +28,7 @@ def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, comma
                      fmt(p.mean_billed_ms, 2), fmt(p.cost_per_million, 3), chosen or ""])
     lines = [f"Memory sizing (`{command}`), host with {result['host_cpus']} CPUs; prices "
              f"{arch}, {prices.raw['region']}, retrieved {prices.raw['retrieved']}; latency "
-             f"metric {metric}.", "",
+             f"metric {metric}; {DEFINITION}.", "",
              *table(["MB", "vCPU", "", "cold init + 1st (ms)", "warm p50", "warm p99",
                       "billed ms", "USD / 1M", "recommended for"], rows),
              "Sizes above the host's cores cannot be emulated: they repeat the largest "

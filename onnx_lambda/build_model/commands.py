@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from onnx_lambda.build_model.quant_methods import ALGOS, METHODS
+from onnx_lambda.sizes import human_size
 
 if TYPE_CHECKING:
     from onnx_lambda.build_model.builder import BuildReport
@@ -223,7 +224,7 @@ def _summary(report: BuildReport, console: Console) -> None:
     table.add_column("source", justify="right")
     table.add_column("artifact", justify="right")
     table.add_column("before ÷ after", justify="right")
-    table.add_row("size", _size(before.size_bytes), _size(after.size_bytes),
+    table.add_row("size", human_size(before.size_bytes), human_size(after.size_bytes),
                   _ratio(before.size_bytes, after.size_bytes))
     table.add_row("session load", f"{before.load_ms:.1f} ms", f"{after.load_ms:.1f} ms",
                   _ratio(before.load_ms, after.load_ms))
@@ -234,11 +235,6 @@ def _summary(report: BuildReport, console: Console) -> None:
     console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
                   f"pipeline: {report.manifest.pipeline}; example (the warm-up): "
                   f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
-
-
-def _size(size_bytes: int) -> str:
-    return (f"{size_bytes / 1024:.1f} KiB" if size_bytes < 1024 * 1024
-            else f"{size_bytes / 1024 / 1024:.1f} MiB")
 
 
 def _ratio(before: float, after: float) -> str:

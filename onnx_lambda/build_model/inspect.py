@@ -25,6 +25,7 @@ from handler.dims import is_shared
 from handler.manifest import FILENAME, Manifest, TensorInfo
 from onnx_lambda.build_model import ladder, quantize
 from onnx_lambda.build_model.errors import InvalidModelError
+from onnx_lambda.sizes import human_size
 
 
 def load(target: Path) -> tuple[Path, onnx.ModelProto, Manifest | None]:
@@ -136,14 +137,15 @@ def _tensor(info: TensorInfo) -> dict[str, Any]:
 def render(summary: dict[str, Any], console: Console) -> None:
     size = summary["size_bytes"]
     opsets = ", ".join(f"{d} {v}" for d, v in summary["opsets"].items())
-    console.print(f"[bold]{escape(summary['file'])}[/bold]  {_size(size)}, "
+    console.print(f"[bold]{escape(summary['file'])}[/bold]  {human_size(size)}, "
                   f"{summary['nodes']} nodes, opsets {escape(opsets)}"
                   + (f", by {escape(summary['producer'])}" if summary["producer"] else ""),
                   highlight=False, soft_wrap=True)
     external = summary["external_data"]
-    console.print(f"  initializers {_size(summary['initializer_bytes'])}"
-                  + (f" (external: {', '.join(f'{f} {_size(n)}' for f, n in external.items())})"
-                     if external else ", no external data"), highlight=False)
+    files = ", ".join(f"{f} {human_size(n)}" for f, n in external.items())
+    console.print(f"  initializers {human_size(summary['initializer_bytes'])}"
+                  + (f" (external: {files})" if external else ", no external data"),
+                  highlight=False)
     table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
     for column in ("", "name", "dtype", "shape"):
         table.add_column(column)
@@ -169,13 +171,3 @@ def render(summary: dict[str, Any], console: Console) -> None:
     if summary["suggested_flags"]:
         console.print(f"  flags to consider: {escape(' '.join(summary['suggested_flags']))}",
                       highlight=False, soft_wrap=True)
-
-
-def _size(n: float) -> str:
-    if n < 1024:
-        return f"{n:.0f} B"
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024
-        if n < 1024 or unit == "GiB":
-            break
-    return f"{n:.1f} {unit}"

@@ -9,7 +9,6 @@ Usage: ``python -m onnx_lambda.build_model.request MODEL_FOLDER URL``
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 import tempfile
@@ -18,9 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from handler.manifest import Manifest
-from handler.model import DATATYPES
-
-_DATATYPE_OF = {dtype: name for name, dtype in DATATYPES.items() if name != "BYTES"}
+from onnx_lambda.client.wire import HEADER_LENGTH, npy_bytes, v2_request
 
 
 def curl(folder: Path, url: str) -> str:
@@ -32,27 +29,15 @@ def curl(folder: Path, url: str) -> str:
         arrays = {name: archive[name] for name in archive.files}
     target = Path(tempfile.gettempdir()) / f"onnx-lambda-example-{manifest.name}"
     if len(arrays) == 1:
-        buffer = io.BytesIO()
-        np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
-        target.with_suffix(".npy").write_bytes(buffer.getvalue())
+        target.with_suffix(".npy").write_bytes(npy_bytes(next(iter(arrays.values()))))
         return (f"curl -si {url}/predict -H 'content-type: application/x-npy' "
                 f"--data-binary @{target.with_suffix('.npy')}")
-    header, chunks = [], []
-    for name, array in arrays.items():
-        if array.dtype.kind in "US":  # strings: 4-byte little-endian length, then the bytes
-            data = b"".join(len(v).to_bytes(4, "little") + v
-                            for v in (str(s).encode() for s in array.ravel()))
-            datatype = "BYTES"
-        else:
-            data, datatype = np.ascontiguousarray(array).tobytes(), _DATATYPE_OF[array.dtype.name]
-        header.append({"name": name, "shape": list(array.shape), "datatype": datatype,
-                       "parameters": {"binary_data_size": len(data)}})
-        chunks.append(data)
-    head = json.dumps({"inputs": header}).encode()
-    target.with_suffix(".bin").write_bytes(head + b"".join(chunks))
+    # binary tensors in, a JSON answer out (readable in the terminal)
+    body, headers = v2_request(arrays, binary=True, binary_outputs=False)
+    target.with_suffix(".bin").write_bytes(body)
     return (f"curl -si {url}/v2/models/{manifest.name}/infer "
-            f"-H 'content-type: application/octet-stream' "
-            f"-H 'inference-header-content-length: {len(head)}' "
+            f"-H 'content-type: {headers['content-type']}' "
+            f"-H '{HEADER_LENGTH}: {headers[HEADER_LENGTH]}' "
             f"--data-binary @{target.with_suffix('.bin')}")
 
 

@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.ports import free_port
 from tests.e2e import emulator_support
 from tests.e2e.emulator_support import HANDLERS
 
@@ -35,12 +35,6 @@ emu = emulator_support.emu
 _SAMCLI = importlib.util.find_spec("samcli")
 RIE = (Path(_SAMCLI.origin or "").parent if _SAMCLI else Path("/nonexistent")) / "local" / \
     "rapid" / f"aws-lambda-rie-{'arm64' if platform.machine() == 'aarch64' else 'x86_64'}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -21,18 +21,13 @@ import pytest
 
 from handler.warmer import WarmConfig, warm
 from onnx_lambda.deploy_commands import client_for
+from onnx_lambda.ports import free_port
 from tests.support import models
 from tests.support.cfn import ROOT
 
 pytestmark = pytest.mark.e2e
 
 N = 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
