@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from onnx_lambda.bench import servers
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
+from onnx_lambda.client.timing import parse_server_timing
 from onnx_lambda.source_tree import root
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
@@ -107,15 +108,18 @@ class InvokeClient:
         self.conn.close()
 
 
-def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> dict[str, Any]:
-    """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more."""
+def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5,
+             cpu_limit: str | None = None) -> dict[str, Any]:
+    """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more;
+    ``server_timing``: the first response's ``Server-Timing`` stages (ours reports its init)."""
     payload = subject.event_file.read_bytes()
     with servers.emulator(f"{module}.handler", subject.environment(memory_mb),
-                          memory_mb=memory_mb) as server:
+                          memory_mb=memory_mb, cpu_limit=cpu_limit) as server:
         client = InvokeClient(server.url)
         try:
             wall, report, body, cpu = client.invoke(payload)
-            status = json.loads(body).get("statusCode")
+            answer = json.loads(body)
+            status = answer.get("statusCode")
             if status != 200:
                 raise RuntimeError(f"{module}: first response {status}: {body[:300]!r}")
             warm_runs = [client.invoke(payload) for _ in range(warm)]
@@ -128,6 +132,8 @@ def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> di
     return {"wall": wall, "init_ms": report["Init Duration"],
             "first_duration_ms": report.get("Duration"), "warm_durations_ms": durations,
             "warm_client_ms": [r[0] for r in warm_runs], "cpu": cpu,
+            "server_timing": parse_server_timing(
+                (answer.get("headers") or {}).get("server-timing"))[0],
             "max_memory_mb": (warm_runs[-1][1] if warm_runs else report).get("Max Memory Used")}
 
 

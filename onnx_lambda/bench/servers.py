@@ -1,11 +1,14 @@
 """Processes the benchmarks drive over HTTP: the local emulator (``onnx-lambda serve``) on a
-generated one-function template, and the always-on uvicorn baseline. Each runs in its own
+generated one-function template, AWS's Runtime Interface Emulator (the reference for the
+emulator's own overhead) and the always-on uvicorn baseline. Each runs in its own
 process so the load generator (this process) never shares a GIL with the server it measures."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -24,19 +27,24 @@ STARTUP_TIMEOUT_S = 60.0
 
 
 def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
-                   timeout_s: int = 60) -> str:
-    """A SAM template with one zip function ``Bench`` (the repository as code) and the
-    HTTP API route ``POST /predict``. JSON is valid YAML, so no YAML writer is needed."""
+                   timeout_s: int = 60, provisioned: int = 0) -> str:
+    """A SAM template with one zip function ``Bench`` (the repository as code, ``provisioned``
+    environments started up front) and the HTTP API route ``POST /predict``. JSON is valid
+    YAML, so no YAML writer is needed."""
+    properties: dict[str, object] = {
+        "Runtime": "python3.12", "Handler": handler, "CodeUri": str(root()),
+        "MemorySize": memory_mb, "Timeout": timeout_s,
+        "Environment": {"Variables": dict(environment)},
+        "Events": {"Predict": {"Type": "HttpApi",
+                               "Properties": {"Path": "/predict", "Method": "POST"}}}}
+    if provisioned:
+        properties["ProvisionedConcurrencyConfig"] = {
+            "ProvisionedConcurrentExecutions": provisioned}
     template = {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
-        "Resources": {FUNCTION: {"Type": "AWS::Serverless::Function", "Properties": {
-            "Runtime": "python3.12", "Handler": handler, "CodeUri": str(root()),
-            "MemorySize": memory_mb, "Timeout": timeout_s,
-            "Environment": {"Variables": dict(environment)},
-            "Events": {"Predict": {"Type": "HttpApi",
-                                   "Properties": {"Path": "/predict", "Method": "POST"}}},
-        }}},
+        "Resources": {FUNCTION: {"Type": "AWS::Serverless::Function",
+                                 "Properties": properties}},
     }
     return json.dumps(template, indent=2)
 
@@ -91,16 +99,40 @@ class Server:
 
 
 def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
-             concurrency: int = 4) -> Server:
+             concurrency: int = 4, provisioned: int = 0, cpu_limit: str | None = None) -> Server:
     """``onnx-lambda serve`` on a generated template running ``handler`` (at most
-    ``concurrency`` environments, function logs off)."""
+    ``concurrency`` environments, ``provisioned`` of them started up front, function logs
+    off; ``cpu_limit``: its ``--cpu-limit``, default the command's)."""
     files = tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
     template = Path(files.name) / "template.yaml"
-    template.write_text(bench_template(handler, environment, memory_mb=memory_mb))
+    template.write_text(bench_template(handler, environment, memory_mb=memory_mb,
+                                       provisioned=provisioned))
     port = free_port()
     return Server([sys.executable, "-m", "onnx_lambda.cli", "serve", "--template", str(template),
-                   "--port", str(port), "--quiet", "--concurrency", str(concurrency)],
+                   "--port", str(port), "--quiet", "--concurrency", str(concurrency),
+                   *(["--cpu-limit", cpu_limit] if cpu_limit else [])],
                   port, files=files)
+
+
+def rie_binary() -> Path | None:
+    """AWS's Runtime Interface Emulator as the aws-sam-cli package ships it, if installed."""
+    spec = importlib.util.find_spec("samcli")
+    if spec is None or spec.origin is None:
+        return None
+    arch = "arm64" if platform.machine() == "aarch64" else "x86_64"
+    path = Path(spec.origin).parent / "local" / "rapid" / f"aws-lambda-rie-{arch}"
+    return path if os.access(path, os.X_OK) else None
+
+
+def rie(handler: str, environment: Mapping[str, str]) -> Server | None:
+    """The RIE (Go, one environment at a time) running ``handler`` under awslambdaric; None
+    without aws-sam-cli. Its Invoke API takes any function name (``function`` by convention)."""
+    binary = rie_binary()
+    if binary is None:
+        return None
+    port = free_port()
+    return Server([str(binary), "--runtime-interface-emulator-address", f"127.0.0.1:{port}",
+                   sys.executable, "-m", "awslambdaric", handler], port, env=environment)
 
 
 def always_on(model_path: Path, cpu_limit: Callable[[], None] | None = None) -> Server:

@@ -7,7 +7,6 @@ bare ``.onnx`` (online optimization ``basic``), the artifact from its folder and
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import onnxruntime as ort
 
 from handler.artifact import Artifact, resolve
 from handler.model import Model, threads_for, visible_cpus
+from onnx_lambda.bench.stats import median
 
 LOADS = 3
 MAX_RUNS = 200
@@ -52,7 +52,7 @@ def figures(load: Callable[[Path], Model], target: Path, size_bytes: int,
         start = time.perf_counter()
         model = load(target)
         load_times.append((time.perf_counter() - start) * 1000.0)
-    return Figures(size_bytes, statistics.median(load_times), p50(model, feeds)), model
+    return Figures(size_bytes, median(load_times), p50(model, feeds)), model
 
 
 def p50(model: Model, feeds: dict[str, np.ndarray]) -> float:
@@ -64,7 +64,7 @@ def p50(model: Model, feeds: dict[str, np.ndarray]) -> float:
         start = time.perf_counter()
         model.run(feeds)
         times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times)
+    return median(times)
 
 
 def folder_size(folder: Path) -> int:

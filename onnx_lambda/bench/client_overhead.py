@@ -2,20 +2,20 @@
 :class:`~onnx_lambda.client.Client` uses) vs the standard library's ``http.client``, one
 keep-alive connection each, the same V2 binary request.
 
-    python -m onnx_lambda.client.overhead URL [--input FILE.npz] [-n 200]
+    python -m onnx_lambda.bench.client_overhead URL [--input FILE.npz] [-n 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
-import statistics
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
 
+from onnx_lambda.bench.stats import median
 from onnx_lambda.client import Client, wire
 from onnx_lambda.client.probe import example_inputs, load_inputs
 
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             samples[name][0].append((time.process_time() - cpu) * 1e3)
             samples[name][1].append((time.perf_counter() - wall) * 1e3)
     for name, (cpu_ms, wall_ms) in samples.items():
-        print(f"{name:<12} client CPU per call p50 {statistics.median(cpu_ms):.3f} ms, "
-              f"wall p50 {statistics.median(wall_ms):.2f} ms")
+        print(f"{name:<12} client CPU per call p50 {median(cpu_ms):.3f} ms, "
+              f"wall p50 {median(wall_ms):.2f} ms")
     pooled.close()
     plain.close()
     return 0

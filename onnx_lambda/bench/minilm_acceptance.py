@@ -1,6 +1,6 @@
 """The ``minilm`` acceptance figures, measured side by side in one process:
 
-    python -m onnx_lambda.examples.minilm_bench [--model models/minilm ...] [--threads 1]
+    python -m onnx_lambda.bench.minilm_acceptance [--model models/minilm ...] [--threads 1]
 
 - accuracy: the artifact's embeddings vs PyTorch fp32 (sentence-transformers recipe), cosine
   mean and minimum over ``SENTENCES``;
@@ -9,14 +9,14 @@
   all three alike; p50 per engine and the speed-up over PyTorch;
 - session load: the raw export vs the artifact, as the runtime loads each; sizes.
 
-Builds ``--model`` first when it does not exist. Exits 1 when an acceptance figure is missed
+Builds ``--model`` first when it does not exist (the builder, as ``onnx-lambda build-model
+minilm -o FOLDER`` runs it). Exits 1 when an acceptance figure is missed
 by any artifact.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -30,10 +30,12 @@ from rich.table import Table
 
 from handler.model import Model
 from handler.pipelines import load as load_pipeline
+from onnx_lambda.bench.stats import DEFINITION, median
 from onnx_lambda.build_model import measure
 from onnx_lambda.build_model.gate import as_numpy
 from onnx_lambda.examples import minilm
 from onnx_lambda.examples.sentences import SENTENCES
+from onnx_lambda.sizes import human_size
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -55,11 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args.model = args.model or [Path("models/minilm")]
     console = Console()
     for folder in args.model:
-        if not folder.exists():
-            from onnx_lambda.cli import main as cli
-
-            if cli(["build-model", "minilm", "-o", str(folder)]) != 0:
-                return 1
+        if not folder.exists() and not _build(folder, console):
+            return 1
     import torch
 
     torch.set_num_threads(args.threads)
@@ -100,6 +99,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(checks.values()) else 1
 
 
+def _build(folder: Path, console: Console) -> bool:
+    """The ``minilm`` example built into ``folder`` with the default options."""
+    from onnx_lambda import examples
+    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.errors import BuildError
+    from onnx_lambda.build_model.spec import BuildOptions
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+            build(examples.prepare("minilm", Path(workdir), console), folder, BuildOptions(),
+                  console)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        return False
+    return True
+
+
 def _pipeline_embed(model: Model) -> Embed:
     """The artifact as served: the manifest's text-embedding pipeline around ``session.run``."""
     manifest = model.artifact.manifest
@@ -133,7 +149,7 @@ def _latencies(engines: dict[str, Embed], rounds: int) -> dict[str, float]:
                 start = time.perf_counter()
                 embed(sentence)
                 times[name].append((time.perf_counter() - start) * 1000.0)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {name: median(values) for name, values in times.items()}
 
 
 def _load_ms(load: Callable[[], object], repeats: int = 5) -> float:
@@ -142,19 +158,19 @@ def _load_ms(load: Callable[[], object], repeats: int = 5) -> float:
         start = time.perf_counter()
         load()
         durations.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(durations)
+    return median(durations)
 
 
 def _print(console: Console, args: argparse.Namespace, cosines: dict[str, np.ndarray],
            p50: dict[str, float], loads: dict[str, float], sizes: dict[str, int]) -> None:
     console.print(f"minilm acceptance: {len(SENTENCES)} sentences, batch 1, {args.threads} "
                   f"thread(s), {args.rounds} rounds, artifacts "
-                  f"{', '.join(str(m) for m in args.model)}")
-    table = Table("engine", "size MiB", "session load ms", "p50 ms (tokenize+run+pool)",
+                  f"{', '.join(str(m) for m in args.model)}; {DEFINITION}")
+    table = Table("engine", "size", "session load ms", "p50 ms (tokenize+run+pool)",
                   "speed-up vs PyTorch", "cosine mean / min")
     for name, value in p50.items():
         cosine = cosines.get(name)
-        table.add_row(name, f"{sizes[name] / 1024 / 1024:.1f}" if name in sizes else "–",
+        table.add_row(name, human_size(sizes[name]) if name in sizes else "–",
                       f"{loads[name]:.0f}" if name in loads else "–", f"{value:.2f}",
                       f"{p50['PyTorch fp32'] / value:.2f}×",
                       "–" if cosine is None else f"{cosine.mean():.4f} / {cosine.min():.4f}")
