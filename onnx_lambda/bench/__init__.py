@@ -2,20 +2,22 @@
 its baseline in the same run (interleaved), prints its percentiles as ``stats.percentile``
 defines them (linear interpolation, ``stats.DEFINITION``) and never asserts a timing.
 
-Commands (``onnx-lambda …``, wired in ``commands.py``):
+Commands (``onnx-lambda …``, one module each in ``commands/``):
 
-- ``bench`` (``bench.py``): per model, cold starts, warm HTTP latency, memory and image size of
-  onnx-lambda against the floors, a naive handler, FastAPI + Mangum and an always-on server;
-  writes ``docs/benchmarks.md``;
-- ``tune`` (``tune.py``): latency, cold init and cost per memory size, and a recommendation;
-- ``simulate`` (``simulate.py``): cold-start fraction, p99 and monthly cost per cold-start
-  strategy for a traffic pattern;
-- ``price`` (``managed.py``): the monthly bill on demand, provisioned, and on Managed Instances.
+- ``bench`` (``comparison``): per model, cold starts, warm HTTP latency, memory and image size
+  (``image_size``) of onnx-lambda against the floors, a naive handler, FastAPI + Mangum and an
+  always-on server, written to ``docs/benchmarks.md`` (``report``);
+- ``tune`` (``tune``, ``sizing``): latency, cold init and cost per memory size, and a
+  recommendation;
+- ``simulate`` (``strategy_sweep`` over ``simulate``): cold-start fraction, p99 and monthly
+  cost per cold-start strategy for a traffic pattern;
+- ``price`` (``managed``, ``process_memory``): the monthly bill on demand, provisioned, and on
+  Managed Instances.
 
 Modules run with ``python -m onnx_lambda.bench.NAME``:
 
-- ``handler``: the handler's cold init against the two floors, its warm overhead over a bare
-  ``session.run`` in the same process, session-option and Powertools import costs;
+- ``handler_overhead``: the handler's cold init against the two floors, its warm overhead over
+  a bare ``session.run`` in the same process, session-option and Powertools import costs;
 - ``emulator_overhead``: what the local emulator adds over the handler in process (HTTP front,
   Invoke API, the RIE as reference), its throughput and its cold-start breakdown;
 - ``minilm_acceptance``: the quantized MiniLM against PyTorch fp32 (cosine, batch-1 latency,
@@ -23,10 +25,14 @@ Modules run with ``python -m onnx_lambda.bench.NAME``:
 - ``client_overhead``: the Python client's own cost per call (httpx vs ``http.client``);
 - ``corpus``: the third-party corpus built and served: build time, size, p50 per wire format,
   error against onnxruntime;
-- ``tracing_cost``: cold init with X-Ray tracing on vs off.
+- ``tracing_cost``: cold init with X-Ray tracing on vs off;
+- ``dashboard_plot`` (not a measurement): the CloudWatch dashboard's layout as a PNG.
 
-Children the benchmarks start, not run by hand: ``probe`` (one fresh environment, in process),
-``baselines.*`` (the floors and the baseline handlers). The build's own before/after figures
-are ``onnx_lambda.build_model.measure``; ``onnx-lambda probe`` (``onnx_lambda.client``) is the
-caller's-side latency breakdown of a deployed endpoint.
+The pieces they share: ``cold`` (fresh environments: ``cold_process`` children and the
+emulator), ``http_load`` (the keep-alive load generator), ``servers`` (the emulator, the RIE and
+uvicorn as processes), ``subject`` (one model's request for every target), ``stats``.
+Children the benchmarks start, not run by hand: ``cold_process`` (one fresh environment, in
+process) and ``baselines.*`` (the two floors and the baseline handlers). The build's own
+before/after figures are ``onnx_lambda.build_model.measure``; ``onnx-lambda probe``
+(``onnx_lambda.client``) is the caller's-side latency breakdown of a deployed endpoint.
 """

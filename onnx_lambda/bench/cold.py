@@ -1,7 +1,8 @@
 """Cold starts: fresh environment → first response, for the floor and each Lambda-style target.
 
 Two views, run interleaved (A B C … A B C …):
-- ``probe``: a fresh interpreter that imports the handler module and calls it (in process):
+- ``probe``: a fresh interpreter (``cold_process``) that imports the handler module and calls
+  it (in process):
   the breakdown (interpreter, imports, model load, warm-up, other init, first request) and the
   peak RSS. The floor is measured the same way (``baselines.floor``).
 - ``emulated``: the same handler in a fresh environment of the local emulator (real
@@ -62,7 +63,7 @@ def probe(subject: Subject, module: str, memory_mb: int,
           extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     env = {**subject.environment(memory_mb), "AWS_LAMBDA_FUNCTION_NAME": servers.FUNCTION,
            "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning", **(extra_env or {})}
-    result = _child([sys.executable, "-m", "onnx_lambda.bench.probe", module,
+    result = _child([sys.executable, "-m", "onnx_lambda.bench.cold_process", module,
                      str(subject.event_file)], env)
     if result["status"] != 200:
         raise RuntimeError(f"{module}: first request answered {result['status']}")

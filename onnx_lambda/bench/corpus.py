@@ -19,7 +19,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from onnx_lambda.bench import warm as http_load
+from onnx_lambda.bench import http_load
 from onnx_lambda.bench.stats import DEFINITION, median
 from onnx_lambda.build_model.measure import folder_size
 from onnx_lambda.corpus import fetch, serving

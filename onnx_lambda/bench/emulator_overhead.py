@@ -8,7 +8,7 @@ real handler (``handler.app.handler``):
    vs the handler called in process (``handler_overhead.warm``), and vs the same event posted to
    AWS's Runtime Interface Emulator (the Go implementation of the same hops, from the
    aws-sam-cli package) as a reference; one keep-alive connection per target
-   (``warm.measure``), targets alternated in 10 rounds; plus the CPU the emulator process
+   (``http_load.measure``), targets alternated in 10 rounds; plus the CPU the emulator process
    itself spends per request (less load-dependent than latency);
 2. throughput of the HTTP front at concurrency 1, 2, 4 (warm, provisioned environments, one
    keep-alive connection per client; requests a second = concurrency / mean latency, the
@@ -35,9 +35,8 @@ from typing import Any
 
 import psutil
 
-from onnx_lambda.bench import cold, servers
-from onnx_lambda.bench import warm as http_load
-from onnx_lambda.bench.handler import warm as in_process
+from onnx_lambda.bench import cold, http_load, servers
+from onnx_lambda.bench.handler_overhead import warm as in_process
 from onnx_lambda.bench.stats import DEFINITION, median, summary
 from onnx_lambda.bench.subject import Subject, prepare
 from onnx_lambda.tiny_models import linear

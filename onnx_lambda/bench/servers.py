@@ -51,12 +51,14 @@ def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: i
 
 class Server:
     """A child process serving HTTP on ``port``; a context manager that stops it (its own
-    process group, by pid)."""
+    process group, by pid). Ready when it accepts a connection, or, with ``ready``, when its
+    output holds that line start (``onnx-lambda serve`` prints ``READY`` once its provisioned
+    environments are initialised: it listens before that)."""
 
     def __init__(self, argv: list[str], port: int, env: Mapping[str, str] | None = None,
                  files: tempfile.TemporaryDirectory[str] | None = None,
-                 preexec: Callable[[], None] | None = None) -> None:
-        self.argv, self.port, self.preexec = argv, port, preexec
+                 preexec: Callable[[], None] | None = None, ready: bytes | None = None) -> None:
+        self.argv, self.port, self.preexec, self.ready = argv, port, preexec, ready
         self.files = files or tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
         self.log = Path(self.files.name) / "server.log"
         self.env = {**os.environ, "PYTHONPATH": str(root()), **(env or {})}
@@ -75,6 +77,11 @@ class Server:
                 err = self.log.read_text(errors="replace")[-2000:]
                 self.stop()
                 raise RuntimeError(f"{' '.join(self.argv)} exited: {err}")
+            if self.ready is not None:
+                if self.ready in self.log.read_bytes():
+                    return self
+                time.sleep(0.05)
+                continue
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return self
@@ -111,7 +118,7 @@ def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1
     return Server([sys.executable, "-m", "onnx_lambda.cli", "serve", "--template", str(template),
                    "--port", str(port), "--quiet", "--concurrency", str(concurrency),
                    *(["--cpu-limit", cpu_limit] if cpu_limit else [])],
-                  port, files=files)
+                  port, files=files, ready=b"READY http")
 
 
 def rie_binary() -> Path | None:

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from onnx_lambda.bench import artifact, cold, memory, servers, warm
+from onnx_lambda.bench import cold, http_load, image_size, memory, servers
 from onnx_lambda.bench.stats import interleave, median, summary
 from onnx_lambda.bench.subject import ALWAYS_ON, ALWAYS_ON_SHARE, LAMBDA_TARGETS, OURS, Subject
 from onnx_lambda.emulator.limits import CpuLimiter
@@ -90,7 +90,7 @@ def warm_latency(subject: Subject, opts: Options, progress: Progress) -> dict[st
             urls[ALWAYS_ON_SHARE] = stack.enter_context(
                 servers.always_on(subject.portable, share)).url + "/predict"
         for level in opts.concurrency:
-            samples = warm.measure(urls, subject.body, concurrency=level,
+            samples = http_load.measure(urls, subject.body, concurrency=level,
                                    requests=opts.requests, rounds=opts.rounds,
                                    on_round=lambda lv=level: progress(f"warm c={lv}"))
             out[str(level)] = {name: {"summary": summary(v), "samples": v}
@@ -109,11 +109,11 @@ def iterations(opts: Options, warm_ms: float | None) -> int:
 
 
 def overhead(subject: Subject, opts: Options, warm_ms: float | None = None) -> dict[str, Any]:
-    """In-process: the full handler vs a bare ``session.run`` (``bench.handler.warm``, in a
+    """In-process: the full handler vs a bare ``session.run`` (``handler_overhead.warm``, in a
     fresh interpreter so that ``handler.app`` loads this model)."""
     count = iterations(opts, warm_ms)
     code = ("import json, sys; from pathlib import Path; "
-            "from onnx_lambda.bench.handler import warm; "
+            "from onnx_lambda.bench.handler_overhead import warm; "
             "print(json.dumps(warm(Path(sys.argv[1]), int(sys.argv[2]))))")
     out = subprocess.run([sys.executable, "-c", code, str(subject.model), str(count)],
                          cwd=root(), capture_output=True, text=True, check=True,
@@ -134,13 +134,13 @@ def strategies(emulated: dict[str, Any], memory_mb: int) -> dict[str, Any]:
     """``onnx-lambda simulate``'s default bursty day with this run's measured cold init and
     warm durations (ours, through the emulator)."""
     from onnx_lambda.bench.simulate import Workload
-    from onnx_lambda.bench.simulate_cli import defaults, sweep
+    from onnx_lambda.bench.strategy_sweep import Scenario, sweep
 
-    args = defaults()
+    scenario = Scenario()
     work = Workload(service_ms=emulated["warm_samples"], init_ms=emulated["init_samples"],
                     memory_mb=memory_mb)
-    results, best, requests, _horizon = sweep(args, work)
-    return {"pattern": args.pattern, "requests": requests, "target": args.target,
+    results, best, requests, _horizon = sweep(scenario, work)
+    return {"pattern": scenario.pattern, "requests": requests, "target": scenario.target,
             "recommended": best.as_dict(), "none": results[0].as_dict()}
 
 
@@ -150,7 +150,7 @@ def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
     result["warm"] = warm_latency(subject, opts, progress)
     result["overhead"] = overhead(subject, opts, result["cold"].get(OURS, {}).get("warm_ms"))
     progress("overhead")
-    result["artifact"] = artifact.measure(subject.model, subject.portable)
+    result["artifact"] = image_size.measure(subject.model, subject.portable)
     ours = result["cold"].get(OURS, {}).get("emulated")
     if ours:
         result["simulate"] = strategies(ours, opts.memory_mb)

@@ -1,6 +1,6 @@
 """One fresh execution environment, in process: the cold-start breakdown of a Lambda handler.
 
-    python -m onnx_lambda.bench.probe MODULE EVENT.json [--warm 20]
+    python -m onnx_lambda.bench.cold_process MODULE EVENT.json [--warm 20]
 
 Imports ``MODULE`` (its init), calls ``MODULE.handler(event, context)`` once (the first
 request) and ``--warm`` more times, and prints one JSON line: ``interpreter`` (spawn → this

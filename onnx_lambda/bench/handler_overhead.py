@@ -1,6 +1,6 @@
 """Handler cost against the floor, measured side by side in one run (issue: runtime handler).
 
-    python -m onnx_lambda.bench.handler [--model models/digits] [--repeat 15]
+    python -m onnx_lambda.bench.handler_overhead [--model models/digits] [--repeat 15]
 
 - cold init: fresh interpreter → ready, interleaved (floor, C-API floor, ours, …), the same
   processes ``onnx-lambda bench`` starts (``bench.cold``). The floor is ``baselines.floor``

@@ -10,9 +10,18 @@ import argparse
 import json
 from pathlib import Path
 
-from onnx_lambda.bench import managed, process_memory
-from onnx_lambda.bench.cost import PriceTable
-from onnx_lambda.bench.report import fmt, table
+from onnx_lambda.bench.commands.options import command_line
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    price = subparsers.add_parser(
+        "price", help="monthly cost: on demand, provisioned concurrency, Managed Instances",
+        description="Price one traffic profile on demand, with provisioned concurrency and on "
+                    "Lambda Managed Instances (EC2 + 15 %%, three instances at least, "
+                    "per-process RSS x processes as the memory budget), cheapest first, and "
+                    "say where Managed Instances break even.")
+    add_arguments(price)
+    price.set_defaults(func=lambda args: run(args, command_line(args)))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def measured_mb(model: Path, processes: int) -> float:
+    from onnx_lambda.bench import process_memory
+
     found = process_memory.measure(model, processes)
     print(f"{model}: {processes} handler processes side by side: RSS {found.rss_mb:.0f} MB, "
           f"PSS {found.pss_mb:.0f} MB ({found.per_process_mb:.1f} MB a process)")
@@ -60,6 +71,10 @@ def run(args: argparse.Namespace, command: str) -> int:
 
 
 def _report(args: argparse.Namespace, command: str) -> int:
+    from onnx_lambda.bench import managed
+    from onnx_lambda.bench.cost import PriceTable
+    from onnx_lambda.bench.report import fmt, table
+
     prices = PriceTable.load()
     inst = managed.instance(prices, args.instance)
     traffic = managed.Traffic(args.mean_rps, args.peak_rps or 2 * args.mean_rps, args.duration_ms)

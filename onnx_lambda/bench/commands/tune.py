@@ -6,18 +6,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onnx_lambda.bench import plots, sizing, tune
-from onnx_lambda.bench.cost import PriceTable
-from onnx_lambda.bench.progress import progress_bar
-from onnx_lambda.bench.report import fmt, machine, table
-from onnx_lambda.bench.stats import DEFINITION
-from onnx_lambda.bench.subject import prepare
+from onnx_lambda.bench.commands.options import IMG, command_line, default_models, fill, ints
+
+if TYPE_CHECKING:
+    from onnx_lambda.bench import sizing
+    from onnx_lambda.bench.cost import PriceTable
 
 
 def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, command: str,
              prices: PriceTable, arch: str, metric: str) -> str:
+    from onnx_lambda.bench import sizing
+    from onnx_lambda.bench.report import fmt, table
+    from onnx_lambda.bench.stats import DEFINITION
+
     rows = []
     for p in result["points"]:
         chosen = ", ".join(s for s, r in recs.items() if r.memory_mb == p.memory_mb)
@@ -40,7 +43,13 @@ def markdown(result: dict[str, Any], recs: dict[str, sizing.SizePoint], *, comma
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace, command: str) -> int:
+def measure(args: argparse.Namespace, command: str) -> int:
+    from onnx_lambda.bench import plots, sizing, tune
+    from onnx_lambda.bench.cost import PriceTable
+    from onnx_lambda.bench.progress import progress_bar
+    from onnx_lambda.bench.report import machine
+    from onnx_lambda.bench.subject import prepare
+
     prices = PriceTable.load()
     subject = prepare(args.model, name=args.model.name if args.model.is_dir() else None)
     repeat, warm = args.repeat, args.warm
@@ -78,3 +87,46 @@ def run(args: argparse.Namespace, command: str) -> int:
         print(f"{args.write_samconfig}: MemorySize={size} ({args.strategy})"
               + ("" if changed else ", unchanged"))
     return 0
+
+
+DEFAULT_SIZES = "128,256,512,1024,1769,3008,10240"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tune = subparsers.add_parser(
+        "tune", help="memory sizing: latency, cold init and cost per memory size",
+        description="Run the handler in the emulator at each memory size (its CPU share as a "
+                    "CFS quota, threads from memory), measure cold init and warm p50/p99, "
+                    "price per million requests and recommend a size per strategy.")
+    tune.add_argument("--model", type=Path, default=None,
+                      help="model folder or .onnx (default: models/digits)")
+    tune.add_argument("--sizes", type=ints, default=ints(DEFAULT_SIZES),
+                      metavar=DEFAULT_SIZES)
+    tune.add_argument("--repeat", type=int, default=None,
+                      help="fresh environments per size (3; quick: 1)")
+    tune.add_argument("--warm", type=int, default=None,
+                      help="warm invocations per environment (100; quick: 20)")
+    tune.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64")
+    tune.add_argument("--cold-fraction", type=float, default=0.0,
+                      help="share of requests that pay a cold init, for the cost")
+    tune.add_argument("--strategy", choices=("cost", "speed", "balanced"), default="balanced",
+                      help="which recommendation --write-samconfig uses")
+    tune.add_argument("--weight", type=float, default=0.5,
+                      help="balanced: 1 = all cost, 0 = all speed (Power Tuning's "
+                           "balancedWeight)")
+    tune.add_argument("--metric", choices=("p50", "p99"), default="p99",
+                      help="latency the speed and balanced strategies minimise")
+    tune.add_argument("--quick", action="store_true",
+                      help="a short run: the quick value of every option not given")
+    tune.add_argument("--out-dir", type=Path, default=IMG)
+    tune.add_argument("--write-samconfig", type=Path, nargs="?", const=Path("samconfig.toml"),
+                      default=None, metavar="samconfig.toml",
+                      help="set MemorySize in [default.deploy.parameters] parameter_overrides")
+    tune.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.model is None:
+        args.model = default_models()[0]
+    fill(args, {"repeat": 3, "warm": 100}, {"repeat": 1, "warm": 20})
+    return measure(args, command_line(args))

@@ -1,15 +1,18 @@
 """``onnx-lambda simulate``: arguments, inputs (measured by ``onnx-lambda tune`` when its JSON
-exists, else the given constants), the strategy sweep, the report."""
+exists, else the given constants), the strategy sweep (``strategy_sweep``), the report."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 from pathlib import Path
 from typing import Any
 
+from onnx_lambda.bench.commands.options import command_line
+from onnx_lambda.bench.strategy_sweep import Scenario
+
 TUNE_JSON = Path("docs/benchmarks/tune.json")
+DEFAULT = Scenario()
 
 
 def _idle(text: str) -> tuple[float, float]:
@@ -20,18 +23,31 @@ def _idle(text: str) -> tuple[float, float]:
         raise argparse.ArgumentTypeError(f"minutes or a range like 5-15, got {text!r}") from None
 
 
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    simulate = subparsers.add_parser(
+        "simulate", help="cold-start fraction, p99 and monthly cost per cold-start strategy",
+        description="Replay a traffic pattern against a Lambda lifecycle model with each "
+                    "strategy (none, warmer N, provisioned N, both) and recommend the "
+                    "cheapest that keeps cold starts under the target (exit status 1 when "
+                    "none does). Writes docs/benchmarks/simulate-PATTERN.md/.json/.png.")
+    add_arguments(simulate)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", choices=("steady", "bursty", "diurnal", "csv"),
-                        default="bursty")
+                        default=DEFAULT.pattern)
     parser.add_argument("--csv", type=Path, default=None,
                         help="timestamps (first column: epoch seconds or ISO 8601)")
-    parser.add_argument("--hours", type=float, default=24.0, help="simulated time")
-    parser.add_argument("--rate", type=float, default=0.2,
+    parser.add_argument("--hours", type=float, default=DEFAULT.hours, help="simulated time")
+    parser.add_argument("--rate", type=float, default=DEFAULT.rate,
                         help="mean requests per second (background rate for bursty)")
-    parser.add_argument("--burst-every-min", type=float, default=20.0)
-    parser.add_argument("--burst-size", type=int, default=20)
-    parser.add_argument("--burst-spread-ms", type=float, default=200.0)
-    parser.add_argument("--peak-to-trough", type=float, default=10.0, help="diurnal")
+    parser.add_argument("--burst-every-min", type=float,
+                        default=DEFAULT.burst_every_min)
+    parser.add_argument("--burst-size", type=int, default=DEFAULT.burst_size)
+    parser.add_argument("--burst-spread-ms", type=float,
+                        default=DEFAULT.burst_spread_ms)
+    parser.add_argument("--peak-to-trough", type=float, default=DEFAULT.peak_to_trough,
+                        help="diurnal")
     parser.add_argument("--strategy", action="append", default=None,
                         help="none, warmer:N, provisioned:N, both:P,W, managed:N (repeatable; "
                              "default: a sweep sized from the unmanaged peak concurrency)")
@@ -49,34 +65,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="warm duration when nothing is measured")
     parser.add_argument("--network-ms", type=float, default=0.0,
                         help="added to every end-to-end latency (API Gateway, internet)")
-    parser.add_argument("--idle-minutes", type=_idle, default=_idle("10"), metavar="10|5-15",
+    parser.add_argument("--idle-minutes", type=_idle, default=DEFAULT.idle_minutes,
+                        metavar="10|5-15",
                         help="idle time before an environment is reaped (a range draws per "
                              "environment)")
-    parser.add_argument("--warmer-every-min", type=float, default=5.0)
-    parser.add_argument("--hold-ms", type=float, default=100.0, help="warmer ping hold")
-    parser.add_argument("--target", type=float, default=0.01,
+    parser.add_argument("--warmer-every-min", type=float,
+                        default=DEFAULT.warmer_every_min)
+    parser.add_argument("--hold-ms", type=float, default=DEFAULT.hold_ms, help="warmer ping hold")
+    parser.add_argument("--target", type=float, default=DEFAULT.target,
                         help="cold-start fraction the recommendation must meet")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=DEFAULT.seed)
     parser.add_argument("--out-dir", type=Path, default=Path("docs/benchmarks"))
     parser.set_defaults(func=run)
-
-
-def arrivals(args: argparse.Namespace, rng: random.Random) -> tuple[list[float], float]:
-    from onnx_lambda.bench import traffic
-
-    horizon = args.hours * 3600.0
-    if args.pattern == "csv":
-        if args.csv is None:
-            raise SystemExit("--pattern csv needs --csv FILE")
-        times = traffic.from_csv(args.csv)
-        return times, max(times[-1], 1.0)
-    if args.pattern == "steady":
-        return traffic.steady(rng, args.rate, horizon), horizon
-    if args.pattern == "diurnal":
-        return traffic.diurnal(rng, args.rate, horizon,
-                               peak_to_trough=args.peak_to_trough), horizon
-    return traffic.bursty(rng, args.rate, horizon, every_s=args.burst_every_min * 60.0,
-                          size=args.burst_size, spread_s=args.burst_spread_ms / 1000.0), horizon
 
 
 def workload(args: argparse.Namespace) -> tuple[Any, str]:
@@ -103,49 +103,22 @@ def _instance(args: argparse.Namespace) -> str:
     return args.instance or ("c7g.large" if args.arch == "arm64" else "c7i.large")
 
 
-def defaults() -> argparse.Namespace:
-    """The command's defaults (what ``onnx-lambda bench`` simulates)."""
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args([])
-
-
-def sweep(args: argparse.Namespace, work: Any) -> tuple[list[Any], Any, int, float]:
-    """(results per strategy, the recommended one, requests, horizon in seconds)."""
-    from onnx_lambda.bench import simulate
-
-    times, horizon = arrivals(args, random.Random(args.seed))
-    if not times:
-        raise SystemExit("the traffic pattern produced no requests")
-    life = simulate.Lifecycle(idle_s=args.idle_minutes,
-                              warmer_every_s=args.warmer_every_min * 60.0, hold_ms=args.hold_ms)
-
-    def one(strategy: simulate.Strategy) -> simulate.Result:
-        return simulate.run(times, work, strategy, lifecycle=life, seed=args.seed,
-                            horizon_s=horizon)
-
-    if args.strategy:
-        strategies = [simulate.Strategy.parse(s) for s in args.strategy]
-    else:
-        from onnx_lambda.bench.cost import PriceTable
-        from onnx_lambda.bench.managed import instance, min_instances
-
-        peak = one(simulate.Strategy()).peak_concurrency
-        prices = PriceTable.load()
-        strategies = (simulate.candidates(peak) + simulate.managed_candidates(
-            peak, instance(prices, work.instance).vcpus, min_instances(prices)))
-    results = [one(s) for s in strategies]
-    return results, simulate.recommend(results, args.target), len(times), horizon
+def scenario(args: argparse.Namespace) -> Scenario:
+    fields = {name: getattr(args, name) for name in Scenario._fields}
+    return Scenario(**{**fields, "strategy": tuple(args.strategy) if args.strategy else None})
 
 
 def run(args: argparse.Namespace) -> int:
     from onnx_lambda.bench import plots
-    from onnx_lambda.bench.commands import command_line
     from onnx_lambda.bench.report import fmt, table
     from onnx_lambda.bench.stats import DEFINITION
+    from onnx_lambda.bench.strategy_sweep import sweep
 
     work, source = workload(args)
-    results, best, requests, horizon = sweep(args, work)
+    try:
+        results, best, requests, horizon = sweep(scenario(args), work)
+    except ValueError as exc:  # a csv pattern without its file, or no requests at all
+        raise SystemExit(f"onnx-lambda simulate: {exc}") from None
     rows = [[r.strategy.label, f"{100 * r.cold_fraction:.3f} %",
              fmt(r.as_dict()["p99_ms"], 1), str(r.environments),
              f"{r.bill.total:,.2f}", "**recommended**" if r is best else ""]
