@@ -53,3 +53,16 @@ def test_percentile_is_the_stated_linear_interpolation() -> None:
     assert stats.percentile(samples, 50) == 2.5  # between the ranks, not a nearest rank
     assert stats.percentile(samples, 99) == pytest.approx(3.97)
     assert "linearly" in stats.DEFINITION
+
+
+def test_a_benchmark_outside_a_checkout_is_a_clear_error(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from onnx_lambda import cli
+    from onnx_lambda.bench.commands import options
+
+    def outside() -> Path:
+        raise source_tree.SourceTreeError("not a checkout")
+
+    monkeypatch.setattr(options, "root", outside)
+    assert cli.main(["bench", "--quick"]) == 2
+    assert capsys.readouterr().err.strip() == "onnx-lambda bench: not a checkout"
