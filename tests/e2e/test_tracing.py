@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).parents[2]
+from onnx_lambda.source_tree import root
+
+ROOT = root()
 TRACE_ID = "1-5759e988-bd862e3fe1be46a994272793"
 PARENT = "53995c3f42cd8ad8"
 PROBE = """
