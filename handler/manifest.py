@@ -1,7 +1,7 @@
 """The model artifact's manifest, ``model.json``: the runtime's single source of truth about it.
 
-Written by ``onnx-lambda build-model`` (``onnx_lambda.build``), read here at init. A model folder
-holds the files named in ``files`` (each with its sha256) and this manifest.
+Written by ``onnx-lambda build-model`` (``onnx_lambda.build_model``), read here at init. A model
+folder holds the files named in ``files`` (each with its sha256) and this manifest.
 
 ``model`` is the preferred file (an offline-optimized ``.onnx`` or an ``.ort``), made for the
 onnxruntime version in ``onnxruntime``; ``portable`` is a plain ``.onnx`` any version can load. A

@@ -5,7 +5,7 @@ EMF is written by hand (the spec is one JSON object with an ``_aws`` member) rat
 Powertools Metrics: the same output without Powertools' import cost on the cold path (measured
 in the README's cold-start table). The line is a %-template rendered once per set of stages, so
 a warm request only formats numbers and a few escaped strings (measured: see
-``python -m onnx_lambda.bench.handler``).
+``python -m onnx_lambda.bench.handler_overhead``).
 """
 
 from __future__ import annotations

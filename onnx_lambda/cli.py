@@ -9,7 +9,7 @@ import sys
 
 COMMAND_MODULES = (
     "onnx_lambda.emulator.commands",  # serve, invoke
-    "onnx_lambda.build.commands",  # build-model, inspect
+    "onnx_lambda.build_model.commands",  # build-model, inspect
     "onnx_lambda.bench.commands",  # bench, tune, simulate
     "onnx_lambda.warm.commands",  # warm
     "onnx_lambda.deploy_config",  # deploy-config
@@ -27,8 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from onnx_lambda.source_tree import SourceTreeError
+
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except SourceTreeError as error:  # a benchmark run from an installed package
+        print(f"onnx-lambda {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

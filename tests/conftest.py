@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from onnx_lambda.lambda_context import LambdaContext as Context  # noqa: F401 (tests import it here)
 from tests.support import models
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"  # events/generate.py writes them
@@ -22,17 +23,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     models.multi_io(folder / "multi_io.onnx")
     models.gather(folder / "gather.onnx")
     return folder
-
-
-class Context:
-    """What the Lambda runtime passes as ``context`` (the attributes the handler reads)."""
-
-    def __init__(self, request_id: str = "req-1", remaining_ms: int = 30_000) -> None:
-        self.aws_request_id = request_id
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
 
 
 @pytest.fixture

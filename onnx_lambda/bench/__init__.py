@@ -1,0 +1,38 @@
+"""Every benchmark of the project, and what each one measures. Each measures side by side with
+its baseline in the same run (interleaved), prints its percentiles as ``stats.percentile``
+defines them (linear interpolation, ``stats.DEFINITION``) and never asserts a timing.
+
+Commands (``onnx-lambda …``, one module each in ``commands/``):
+
+- ``bench`` (``comparison``): per model, cold starts, warm HTTP latency, memory and image size
+  (``image_size``) of onnx-lambda against the floors, a naive handler, FastAPI + Mangum and an
+  always-on server, written to ``docs/benchmarks.md`` (``report``);
+- ``tune`` (``tune``, ``sizing``): latency, cold init and cost per memory size, and a
+  recommendation;
+- ``simulate`` (``strategy_sweep`` over ``simulate``): cold-start fraction, p99 and monthly
+  cost per cold-start strategy for a traffic pattern;
+- ``price`` (``managed``, ``process_memory``): the monthly bill on demand, provisioned, and on
+  Managed Instances.
+
+Modules run with ``python -m onnx_lambda.bench.NAME``:
+
+- ``handler_overhead``: the handler's cold init against the two floors, its warm overhead over
+  a bare ``session.run`` in the same process, session-option and Powertools import costs;
+- ``emulator_overhead``: what the local emulator adds over the handler in process (HTTP front,
+  Invoke API, the RIE as reference), its throughput and its cold-start breakdown;
+- ``minilm_acceptance``: the quantized MiniLM against PyTorch fp32 (cosine, batch-1 latency,
+  session load);
+- ``client_overhead``: the Python client's own cost per call (httpx vs ``http.client``);
+- ``corpus``: the third-party corpus built and served: build time, size, p50 per wire format,
+  error against onnxruntime;
+- ``tracing_cost``: cold init with X-Ray tracing on vs off;
+- ``dashboard_plot`` (not a measurement): the CloudWatch dashboard's layout as a PNG.
+
+The pieces they share: ``cold`` (fresh environments: ``cold_process`` children and the
+emulator), ``http_load`` (the keep-alive load generator), ``servers`` (the emulator, the RIE and
+uvicorn as processes), ``subject`` (one model's request for every target), ``stats``.
+Children the benchmarks start, not run by hand: ``cold_process`` (one fresh environment, in
+process) and ``baselines.*`` (the two floors and the baseline handlers). The build's own
+before/after figures are ``onnx_lambda.build_model.measure``; ``onnx-lambda probe``
+(``onnx_lambda.client``) is the caller's-side latency breakdown of a deployed endpoint.
+"""

@@ -1,7 +1,8 @@
 """Cold starts: fresh environment → first response, for the floor and each Lambda-style target.
 
 Two views, run interleaved (A B C … A B C …):
-- ``probe``: a fresh interpreter that imports the handler module and calls it (in process):
+- ``probe``: a fresh interpreter (``cold_process``) that imports the handler module and calls
+  it (in process):
   the breakdown (interpreter, imports, model load, warm-up, other init, first request) and the
   peak RSS. The floor is measured the same way (``baselines.floor``).
 - ``emulated``: the same handler in a fresh environment of the local emulator (real
@@ -25,6 +26,8 @@ from urllib.parse import urlsplit
 
 from onnx_lambda.bench import servers
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
+from onnx_lambda.client.timing import parse_server_timing
+from onnx_lambda.source_tree import root
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
 _REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
@@ -35,8 +38,8 @@ TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sam
 def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     spawned = time.time()
     started = time.perf_counter()
-    out = subprocess.run(argv, cwd=servers.ROOT, capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(servers.ROOT),
+    out = subprocess.run(argv, cwd=root(), capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": str(root()),
                               "BENCH_SPAWNED_AT": repr(spawned), **env})
     wall = (time.perf_counter() - started) * 1e3
     if out.returncode != 0:
@@ -60,7 +63,7 @@ def probe(subject: Subject, module: str, memory_mb: int,
           extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     env = {**subject.environment(memory_mb), "AWS_LAMBDA_FUNCTION_NAME": servers.FUNCTION,
            "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning", **(extra_env or {})}
-    result = _child([sys.executable, "-m", "onnx_lambda.bench.probe", module,
+    result = _child([sys.executable, "-m", "onnx_lambda.bench.cold_process", module,
                      str(subject.event_file)], env)
     if result["status"] != 200:
         raise RuntimeError(f"{module}: first request answered {result['status']}")
@@ -106,15 +109,18 @@ class InvokeClient:
         self.conn.close()
 
 
-def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> dict[str, Any]:
-    """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more."""
+def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5,
+             cpu_limit: str | None = None) -> dict[str, Any]:
+    """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more;
+    ``server_timing``: the first response's ``Server-Timing`` stages (ours reports its init)."""
     payload = subject.event_file.read_bytes()
     with servers.emulator(f"{module}.handler", subject.environment(memory_mb),
-                          memory_mb=memory_mb) as server:
+                          memory_mb=memory_mb, cpu_limit=cpu_limit) as server:
         client = InvokeClient(server.url)
         try:
             wall, report, body, cpu = client.invoke(payload)
-            status = json.loads(body).get("statusCode")
+            answer = json.loads(body)
+            status = answer.get("statusCode")
             if status != 200:
                 raise RuntimeError(f"{module}: first response {status}: {body[:300]!r}")
             warm_runs = [client.invoke(payload) for _ in range(warm)]
@@ -127,6 +133,8 @@ def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5) -> di
     return {"wall": wall, "init_ms": report["Init Duration"],
             "first_duration_ms": report.get("Duration"), "warm_durations_ms": durations,
             "warm_client_ms": [r[0] for r in warm_runs], "cpu": cpu,
+            "server_timing": parse_server_timing(
+                (answer.get("headers") or {}).get("server-timing"))[0],
             "max_memory_mb": (warm_runs[-1][1] if warm_runs else report).get("Max Memory Used")}
 
 

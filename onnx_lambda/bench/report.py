@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from onnx_lambda.bench import plots
-from onnx_lambda.bench.stats import ratio
+from onnx_lambda.bench.stats import DEFINITION, ratio
 from onnx_lambda.bench.subject import (
     ALWAYS_ON,
     ALWAYS_ON_SHARE,
@@ -219,7 +219,8 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "optimized, with its manifest) re-labelled as a tensor pipeline, so that no "
              "target does pre/post-processing the others skip.", "",
              "Load generator: this process, aiohttp with keep-alive connections (one per "
-             "concurrent client, opened before measuring); servers run in their own processes. "
+             "concurrent client, opened before measuring); servers run in their own processes; "
+             f"{DEFINITION}. "
              "Related: `onnx-lambda tune` (memory sizing: latency, cold init and cost per "
              "memory size) and `onnx-lambda simulate` (cold-start fraction, p99 and monthly "
              "cost per cold-start strategy); their reports are listed at the end when present.",

@@ -241,7 +241,7 @@ def run(arrivals: Sequence[float], workload: Workload, strategy: Strategy, *,
 
 def _run_managed(arrivals: Sequence[float], workload: Workload, strategy: Strategy,
                  prices: PriceTable, rng: random.Random, horizon: float) -> Result:
-    from onnx_lambda.bench.managed import HOURS_PER_MONTH, instance, managed_terms
+    from onnx_lambda.bench.managed import fleet_bill, instance
 
     inst = instance(prices, workload.instance)
     free = [0.0] * (strategy.managed * inst.vcpus)  # when each process is next free
@@ -255,17 +255,17 @@ def _run_managed(arrivals: Sequence[float], workload: Workload, strategy: Strate
             heapq.heappop(ends)
         heapq.heappush(ends, start + service / 1000.0)
         peak = max(peak, len(ends))
-    terms = managed_terms(prices)
     scale = SECONDS_PER_MONTH / horizon if horizon > 0 else 0.0
-    ec2 = strategy.managed * inst.per_hour * HOURS_PER_MONTH
-    bill = Bill(requests=scale * len(arrivals) * float(terms["request_per_million"]) / 1e6,
-                managed_instances=ec2 * (1.0 + float(terms["management_fee"])))
+    month = fleet_bill(prices, inst, strategy.managed, scale * len(arrivals))
+    bill = Bill(requests=month["requests"],
+                managed_instances=month["ec2"] + month["management_fee"])
     return Result(strategy, len(arrivals), 0, latencies, strategy.managed, peak, bill)
 
 
-def managed_candidates(peak: int, vcpus: int, minimum: int = 3) -> list[Strategy]:
+def managed_candidates(peak: int, vcpus: int, minimum: int) -> list[Strategy]:
     """Managed Instances fleets for a peak concurrency of ``peak``: the smallest that gives each
-    concurrent request a vCPU (three instances at least), and one with twice the headroom."""
+    concurrent request a vCPU (``minimum`` instances at least: ``managed.min_instances``), and
+    one with twice the headroom."""
     fit = max(minimum, -(-peak // vcpus))
     return [Strategy(managed=fit), Strategy(managed=2 * fit)]
 

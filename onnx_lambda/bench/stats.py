@@ -1,7 +1,6 @@
-"""Statistics shared by every benchmark: percentiles and interleaved scenarios.
-
-(Started by the handler benchmark; extend here rather than adding a second stats module.)
-"""
+"""Statistics shared by every benchmark, the build's before/after figures and the client's probe:
+percentiles and interleaved scenarios. The one percentile definition of the project lives here
+(every report that prints a percentile states it with ``DEFINITION``)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+DEFINITION = ("percentiles interpolate linearly between the two closest ranks (numpy's "
+              "default; p50 is the median)")
+
+
 def percentile(samples: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]: rank (n - 1) * q / 100
+    between the sorted samples around it."""
     if not samples:
         return math.nan
     ordered = sorted(samples)

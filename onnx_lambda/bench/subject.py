@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OURS = "onnx-lambda"
 # Lambda-style targets: the handler module each one runs as (all through the same emulator)
@@ -76,8 +77,6 @@ def prepare(model: Path, name: str | None = None) -> Subject:
     """Resolve ``model`` (folder or .onnx) into a subject with its request files written."""
     import onnxruntime
 
-    from onnx_lambda.bench.handler import floor_inputs
-
     portable, values = floor_inputs(model)
     names = [i.name for i in onnxruntime.InferenceSession(
         str(portable), providers=["CPUExecutionProvider"]).get_inputs()]
@@ -90,6 +89,19 @@ def prepare(model: Path, name: str | None = None) -> Subject:
     subject.request_file.write_bytes(body)
     subject.event_file.write_text(json.dumps(http_api_event(body)))
     return subject
+
+
+def floor_inputs(model: Path) -> tuple[Path, list[Any]]:
+    """The portable model file and one example input per model input (as nested lists): the
+    manifest's example after the pipeline's pre-processing, as the handler's warm-up feeds it."""
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
+    manifest = service.model.artifact.manifest
+    portable = service.model.artifact.path if manifest is None else model / manifest.portable
+    feeds = service.pipeline.preprocess(service.example_inputs(), {})
+    return portable, [feeds[spec.name].tolist() for spec in service.model.inputs]
 
 
 def _as_tensor_artifact(folder: Path, inputs: dict[str, object], dest: Path) -> Path:

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onnx_lambda.bench import cold, servers, stats
+from onnx_lambda.bench import cold, stats
 from onnx_lambda.bench.subject import prepare
+from onnx_lambda.source_tree import root
 
 MODULE = "handler.app"
 SAMPLED = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
@@ -35,7 +36,7 @@ def measure(model: Path, repeat: int, memory_mb: int = 1769) -> dict[str, Any]:
     subject = prepare(model)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as daemon:
         daemon.bind(("127.0.0.1", 0))  # receives (and drops) the subsegments
-        traced = {"ONNX_LAMBDA_TRACING": "on", "LAMBDA_TASK_ROOT": str(servers.ROOT),
+        traced = {"ONNX_LAMBDA_TRACING": "on", "LAMBDA_TASK_ROOT": str(root()),
                   "_X_AMZN_TRACE_ID": SAMPLED,
                   "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}"}
         runs = stats.interleave({
@@ -50,7 +51,7 @@ def measure(model: Path, repeat: int, memory_mb: int = 1769) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", type=Path, nargs="?", default=servers.ROOT / "models" / "digits")
+    parser.add_argument("model", type=Path, nargs="?", default=root() / "models" / "digits")
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args(argv)
     result = measure(args.model, args.repeat)

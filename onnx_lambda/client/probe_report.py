@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from onnx_lambda.bench.stats import DEFINITION
 from onnx_lambda.client.probe import BASELINE, PERCENTILES
 
 # the bar's segments: the server's stages, then what the caller saw beyond them
@@ -18,7 +19,8 @@ SEGMENTS = {"server queue": "#9e9e9e", "server decode": "#4e79a7",
 def text(report: dict[str, Any]) -> str:
     shapes = ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in report["inputs"].items())
     lines = [f"probe {report['url']}  model {report['model']}  {report['requests']} requests "
-             f"per variant, concurrency {report['concurrency']}  inputs: {shapes}", ""]
+             f"per variant, concurrency {report['concurrency']}  inputs: {shapes}",
+             f"({DEFINITION})", ""]
     for name, v in report["variants"].items():
         lines.append(f"{name}: {', '.join(v['protocol'])}; ok {v['ok']}, errors {v['errors']}, "
                      f"retried {v['retried']}, new connections {v['new_connections']}, cold "

@@ -31,9 +31,12 @@ def datatype_of(array: np.ndarray) -> str:
         raise TypeError(f"no V2 datatype for numpy {array.dtype}") from None
 
 
-def v2_request(inputs: Mapping[str, Any], *, binary: bool,
-               outputs: list[str] | None = None) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of one ``/v2/models/{name}/infer`` request."""
+def v2_request(inputs: Mapping[str, Any], *, binary: bool, outputs: list[str] | None = None,
+               binary_outputs: bool | None = None) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one ``/v2/models/{name}/infer`` request: binary or JSON input
+    tensors, and the answer asked for as binary tensors too (``binary_outputs``, default
+    ``binary``) or as JSON."""
+    binary_outputs = binary if binary_outputs is None else binary_outputs
     items, chunks = [], []
     for name, value in inputs.items():
         array = np.asarray(value)
@@ -50,8 +53,9 @@ def v2_request(inputs: Mapping[str, Any], *, binary: bool,
         items.append(item)
     header: dict[str, Any] = {"inputs": items}
     if outputs is not None:
-        header["outputs"] = [{"name": n, "parameters": {"binary_data": binary}} for n in outputs]
-    if binary:
+        header["outputs"] = [{"name": n, "parameters": {"binary_data": binary_outputs}}
+                             for n in outputs]
+    if binary_outputs:
         header["parameters"] = {"binary_data_output": True}
     text = json.dumps(header, separators=(",", ":")).encode()
     if not binary:

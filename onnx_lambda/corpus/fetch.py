@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from onnx_lambda.build.output import sha256
+from onnx_lambda.build_model.output import sha256
 from onnx_lambda.corpus.registry import CorpusModel, Wheel
 
 CACHE_VARIABLE = "ONNX_LAMBDA_CORPUS_CACHE"

@@ -6,7 +6,6 @@ original file. Shared by the corpus tests and ``python -m onnx_lambda.bench.corp
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 import time
@@ -19,14 +18,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from onnx_lambda.client.wire import v2_request, v2_response
 from onnx_lambda.corpus.registry import CorpusModel, Feeds
+from onnx_lambda.source_tree import root
 
-ROOT = Path(__file__).resolve().parents[2]
 CODECS = ("json", "v2-json", "v2-binary")
-# V2 datatype labels of the dtypes the corpus feeds (the protocol's table).
-V2_TYPES = {"float32": "FP32", "float16": "FP16", "float64": "FP64", "int32": "INT32",
-            "int64": "INT64", "uint8": "UINT8", "bool": "BOOL", "object": "BYTES"}
-V2_DTYPES = {label: np.dtype(name) for name, label in V2_TYPES.items()}
 
 
 class Built(NamedTuple):
@@ -53,7 +49,7 @@ def build(model: CorpusModel, source: Path, folder: Path, example: Path | None =
     if example is not None:
         command += ["--example", str(example)]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT,
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root(),
                           check=False)
     return Built(folder, done.returncode, time.perf_counter() - started, done.stderr)
 
@@ -72,7 +68,7 @@ def serve(folder: Path) -> Iterator[str]:
     """The model folder behind ``template.yaml`` (``ModelPath``) on a free port → base URL."""
     from onnx_lambda.emulator import Emulator
 
-    emulator = Emulator(ROOT / "template.yaml", port=0, log=None, init_timeout_s=60.0,
+    emulator = Emulator(root() / "template.yaml", port=0, log=None, init_timeout_s=60.0,
                         parameter_overrides={"ModelPath": str(folder)})
     with emulator.running():
         yield emulator.url
@@ -94,29 +90,9 @@ def request(codec: str, base: str, name: str, feeds: Feeds,
     if codec == "json":
         body = {"inputs": {k: v.tolist() for k, v in feeds.items()}}
         return base + "/predict", json.dumps(body).encode(), {"Content-Type": "application/json"}
-    binary = codec == "v2-binary"
-    items, chunks = [], []
-    for key, value in feeds.items():
-        item: dict[str, Any] = {"name": key, "shape": list(value.shape),
-                                "datatype": V2_TYPES[value.dtype.name]}
-        if binary:
-            chunk = _to_bytes(value)
-            item["parameters"] = {"binary_data_size": len(chunk)}
-            chunks.append(chunk)
-        else:
-            item["data"] = value.reshape(-1).tolist()
-        items.append(item)
-    header: dict[str, Any] = {"inputs": items}
-    if outputs:
-        header["outputs"] = [{"name": n, "parameters": {"binary_data": binary}} for n in outputs]
-    elif binary:
-        header["parameters"] = {"binary_data_output": True}
-    text = json.dumps(header).encode()
-    url = f"{base}/v2/models/{name}/infer"
-    if not binary:
-        return url, text, {"Content-Type": "application/json"}
-    return url, text + b"".join(chunks), {"Content-Type": "application/octet-stream",
-                                          "Inference-Header-Content-Length": str(len(text))}
+    body, headers = v2_request(feeds, binary=codec == "v2-binary",
+                               outputs=list(outputs) or None)
+    return f"{base}/v2/models/{name}/infer", body, headers
 
 
 def infer(codec: str, base: str, name: str, feeds: Feeds,
@@ -128,18 +104,7 @@ def infer(codec: str, base: str, name: str, feeds: Feeds,
         raise ServeError(f"{codec}: HTTP {status}: {answer[:300].decode('utf-8', 'replace')}")
     if codec == "json":
         return json.loads(answer)["outputs"]
-    lowered = {k.lower(): v for k, v in answer_headers.items()}
-    cut = int(lowered.get("inference-header-content-length", len(answer)))
-    document, rest = json.loads(answer[:cut]), answer[cut:]
-    decoded, offset = {}, 0
-    for item in document["outputs"]:
-        size = (item.get("parameters") or {}).get("binary_data_size")
-        if size is None:
-            decoded[item["name"]] = np.asarray(item["data"]).reshape(item["shape"])
-        else:
-            decoded[item["name"]] = _from_bytes(rest[offset:offset + size], item)
-            offset += size
-    return decoded
+    return v2_response(answer, {k.lower(): v for k, v in answer_headers.items()})
 
 
 def error(expected: Any, got: Any) -> float:
@@ -159,7 +124,8 @@ def error(expected: Any, got: Any) -> float:
     have = np.asarray(got)
     if want.dtype.kind in "OSU" or have.dtype.kind in "OSU":
         same = want.shape == have.shape and all(
-            str(a) == str(b) for a, b in zip(want.reshape(-1), have.reshape(-1), strict=True))
+            _text(a) == _text(b) for a, b in zip(want.reshape(-1), have.reshape(-1),
+                                                 strict=True))
         return 0.0 if same else 1.0
     if want.shape != have.shape:
         return float("inf")
@@ -183,20 +149,6 @@ def tensor_outputs(expected: dict[str, Any]) -> list[str]:
     return [name for name, value in expected.items() if isinstance(value, np.ndarray)]
 
 
-def _to_bytes(value: np.ndarray) -> bytes:
-    if value.dtype.kind in "OSU":
-        return b"".join(struct.pack("<I", len(e)) + e
-                        for e in (str(v).encode() for v in value.reshape(-1)))
-    return np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
-
-
-def _from_bytes(chunk: bytes, item: dict[str, Any]) -> np.ndarray:
-    if item["datatype"] == "BYTES":
-        values, pos = [], 0
-        while pos < len(chunk):
-            (length,) = struct.unpack_from("<I", chunk, pos)
-            values.append(chunk[pos + 4:pos + 4 + length].decode())
-            pos += 4 + length
-        return np.asarray(values, dtype=object).reshape(item["shape"])
-    dtype = V2_DTYPES[item["datatype"]].newbyteorder("<")
-    return np.frombuffer(chunk, dtype=dtype).reshape(item["shape"])
+def _text(value: Any) -> str:
+    """A string element as text (V2's BYTES come back as bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from onnx_lambda.build.spec import ModelSpec
+from onnx_lambda.build_model.spec import ModelSpec
 
 MODULES = {
     "digits": "onnx_lambda.examples.digits",

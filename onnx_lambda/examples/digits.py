@@ -13,8 +13,8 @@ import numpy as np
 import onnxruntime as ort
 from rich.console import Console
 
-from onnx_lambda.build.errors import AccuracyGateError
-from onnx_lambda.build.spec import ModelSpec
+from onnx_lambda.build_model.errors import AccuracyGateError
+from onnx_lambda.build_model.spec import ModelSpec
 
 INPUT = "input"
 SCORES = "probabilities"

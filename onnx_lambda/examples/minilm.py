@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.console import Console
 
-from onnx_lambda.build.errors import BuildError
-from onnx_lambda.build.gate import Feeds
-from onnx_lambda.build.quantize import QuantizeSettings
-from onnx_lambda.build.spec import ModelSpec
+from onnx_lambda.build_model.errors import BuildError
+from onnx_lambda.build_model.gate import Feeds
+from onnx_lambda.build_model.quantize import QuantizeSettings
+from onnx_lambda.build_model.spec import ModelSpec
 from onnx_lambda.examples.sentences import SENTENCES
 
 if TYPE_CHECKING:  # build-time only types; the modules load lazily below

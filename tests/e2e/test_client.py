@@ -15,10 +15,11 @@ import pytest
 
 from onnx_lambda.client import Client, ClientError, ThrottledError
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 FEEDS = {"a": np.array([[1.0, 2.0, 3.5], [0.5, 0.25, 4.0]], dtype=np.float32),
          "ids": np.array([[1, 2], [3, -4]], dtype=np.int64)}
 

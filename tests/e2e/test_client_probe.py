@@ -17,10 +17,11 @@ from onnx_lambda.cli import main
 from onnx_lambda.client import Client
 from onnx_lambda.client.auth import SigV4
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 X = {"x": np.ones((1, 4), dtype=np.float32)}
 
 

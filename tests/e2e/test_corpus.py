@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
+from onnx_lambda.client.wire import datatype_of
 from onnx_lambda.corpus import fetch, serving
 from onnx_lambda.corpus.registry import BY_NAME, MODELS, CorpusModel, Feeds
 from tests.e2e.emulator_support import call
@@ -85,7 +86,8 @@ def test_v2_metadata_is_the_signature(case: Case) -> None:
     session = ort.InferenceSession(str(case.source), providers=["CPUExecutionProvider"])
     for side, args in (("inputs", session.get_inputs()), ("outputs", session.get_outputs())):
         tensors = [a for a in args if a.type.startswith("tensor(")]
-        want = [(a.name, serving.V2_TYPES[_numpy_name(a.type)], len(a.shape)) for a in tensors]
+        want = [(a.name, datatype_of(np.empty(0, _numpy_name(a.type))), len(a.shape))
+                for a in tensors]
         got = [(m["name"], m["datatype"], len(m["shape"])) for m in metadata[side]
                if m["name"] in {a.name for a in tensors}]
         assert got == want

@@ -10,43 +10,33 @@ carrying that text; on an init error the RIE answers HTTP 502 where Lambda's Inv
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import platform
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from onnx_lambda.bench.servers import rie_binary
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.ports import free_port
 from tests.e2e import emulator_support
 from tests.e2e.emulator_support import HANDLERS
 
 pytestmark = pytest.mark.e2e
 emu = emulator_support.emu
-_SAMCLI = importlib.util.find_spec("samcli")
-RIE = (Path(_SAMCLI.origin or "").parent if _SAMCLI else Path("/nonexistent")) / "local" / \
-    "rapid" / f"aws-lambda-rie-{'arm64' if platform.machine() == 'aarch64' else 'x86_64'}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+RIE = rie_binary()
 
 
 @pytest.fixture
 def rie() -> Iterator[Callable[[str, bytes], tuple[int, bytes]]]:
     """``rie(handler, payload)`` -> (HTTP status, body) from a fresh RIE running ``handler``."""
-    assert os.access(RIE, os.X_OK), f"no runnable RIE at {RIE} (it ships in aws-sam-cli)"
+    assert RIE is not None, "no runnable RIE (it ships in aws-sam-cli)"
     processes: list[subprocess.Popen[bytes]] = []
 
     def invoke(handler: str, payload: bytes) -> tuple[int, bytes]:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.source_tree import root
 from tests.conftest import EVENTS
 from tests.e2e.emulator_support import call, lambda_client
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 
 
 @pytest.fixture(scope="module")

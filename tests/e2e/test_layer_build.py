@@ -21,6 +21,7 @@ import numpy
 import onnxruntime
 import pytest
 
+from onnx_lambda import lambda_context
 from tests.support import models
 from tests.support.cfn import ROOT
 from tests.support.layer import build_layer
@@ -28,17 +29,18 @@ from tests.support.layer import build_layer
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ISOLATED_HANDLER = """
-import json, sys
+import importlib.util, json, sys
 sys.path[:0] = sys.argv[1].split(":")
 from handler.app import handler
 
-class Context:
-    aws_request_id = "req-1"
-    def get_remaining_time_in_millis(self):
-        return 10_000
+# the tooling's fake context, loaded from its file: the repository stays off sys.path
+spec = importlib.util.spec_from_file_location("lambda_context", sys.argv[2])
+lambda_context = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lambda_context)
 
 for line in sys.stdin:
-    print("RESULT", json.dumps(handler(json.loads(line), Context())), flush=True)
+    answer = handler(json.loads(line), lambda_context.LambdaContext())
+    print("RESULT", json.dumps(answer), flush=True)
 maps = open("/proc/self/maps").read()
 print("LOADED", json.dumps({"numpy": "numpy" in sys.modules or "numpy" in maps,
                             "binding": "onnxruntime_pybind11_state" in maps,
@@ -74,7 +76,8 @@ def serve_in_isolation(package: Path, layer: Path, model: Path,
     env = {"PATH": os.environ["PATH"], "ONNX_LAMBDA_VERIFY": "always",
            "ONNX_LAMBDA_MODEL": str(model.relative_to(package))}
     result = subprocess.run(
-        [sys.executable, "-I", "-c", ISOLATED_HANDLER, f"{package}:{layer}"],
+        [sys.executable, "-I", "-c", ISOLATED_HANDLER, f"{package}:{layer}",
+         lambda_context.__file__],
         input="".join(json.dumps(e) + "\n" for e in events), cwd=package, env=env,
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

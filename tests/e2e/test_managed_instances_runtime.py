@@ -23,12 +23,13 @@ from typing import Any
 import boto3
 import pytest
 
+from onnx_lambda.source_tree import root
 from tests.support import models
 from tests.support.s3_server import Counting, s3_server_fixture
 
 s3_server = s3_server_fixture
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 WORKERS = 3
 NEXT = "/2018-06-01/runtime/invocation/next"
 

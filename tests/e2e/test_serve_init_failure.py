@@ -11,15 +11,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from onnx_lambda.source_tree import root
 from tests.e2e.emulator_support import call, lambda_client
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 STARTUP_S = 60
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 # Initialise, say so, then wait as a runtime process waits for its next event.
 CHILD = "import sys, time, handler.app; print('ready', flush=True); time.sleep(60)"
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from onnx_lambda.source_tree import root
+
+ROOT = root()
 BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.e2e

@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from onnx_lambda.source_tree import root
 from tests.conftest import EVENTS
 
-ROOT = Path(__file__).parents[2]
+ROOT = root()
 TRACE_ID = "1-5759e988-bd862e3fe1be46a994272793"
 PARENT = "53995c3f42cd8ad8"
 PROBE = """

@@ -5,19 +5,19 @@ health, metadata, JSON and binary inference, and our errors as the client reads 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
 http = pytest.importorskip("tritonclient.http", reason="pip install 'onnx-lambda[test]'")
 utils = pytest.importorskip("tritonclient.utils")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 MODEL = "multi_io"
 A = np.array([[1.0, 2.0, 3.5], [0.5, 0.25, 4.0]], dtype=np.float32)
 IDS = np.array([[1, 2], [3, -4]], dtype=np.int64)

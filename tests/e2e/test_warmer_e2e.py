@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from onnx_lambda.ports import free_port
 from onnx_lambda.warm.commands import client_for
 from tests.support import models
 from tests.support.cfn import ROOT
@@ -28,12 +29,6 @@ from warmer.settings import WarmConfig
 pytestmark = pytest.mark.e2e
 
 N = 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:

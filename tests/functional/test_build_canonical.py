@@ -7,7 +7,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_lambda.build import canonical
+from onnx_lambda.build_model import canonical
 from tests.support.models import OPSET
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from handler.errors import ModelLoadError
 from handler.manifest import Manifest
-from onnx_lambda.build.output import sha256
+from onnx_lambda.build_model.output import sha256
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import example_models

@@ -14,9 +14,9 @@ import onnxruntime as ort
 import pytest
 
 from handler.manifest import Manifest
-from onnx_lambda.build import quantize
-from onnx_lambda.build.gate import Accuracy, Thresholds
-from onnx_lambda.build.output import sha256
+from onnx_lambda.build_model import quantize
+from onnx_lambda.build_model.gate import Accuracy, Thresholds
+from onnx_lambda.build_model.output import sha256
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import build_models

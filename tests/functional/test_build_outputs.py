@@ -92,9 +92,9 @@ def test_an_examples_own_reference_rows_gate_the_build(tmp_path: Path) -> None:
     import onnxruntime as ort
     from rich.console import Console
 
-    from onnx_lambda.build.builder import build as build_folder
-    from onnx_lambda.build.quantize import QuantizeSettings
-    from onnx_lambda.build.spec import BuildOptions, ModelSpec
+    from onnx_lambda.build_model.builder import build as build_folder
+    from onnx_lambda.build_model.quantize import QuantizeSettings
+    from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
     from tests.support import build_models
 
     source = build_models.mlp(tmp_path / "big.onnx", features=256, hidden=512, classes=10)

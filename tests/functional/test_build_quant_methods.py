@@ -14,8 +14,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from handler.manifest import Manifest
-from onnx_lambda.build import quantize
-from onnx_lambda.build.gate import Accuracy, Thresholds
+from onnx_lambda.build_model import quantize
+from onnx_lambda.build_model.gate import Accuracy, Thresholds
 from onnx_lambda.cli import main
 from tests.support import build_models, models
 
@@ -227,7 +227,7 @@ def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Third-party quantizers raise their own exceptions, or write graphs onnxruntime rejects
     (fp16 on a graph its converter cannot type): exit 1 naming the method, no traceback."""
-    from onnx_lambda.build import quant_methods
+    from onnx_lambda.build_model import quant_methods
 
     source = build_models.mlp(tmp_path / "mlp.onnx")
 

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from handler.manifest import Manifest
-from onnx_lambda.build import quantize
-from onnx_lambda.build.errors import AccuracyGateError
-from onnx_lambda.build.gate import Accuracy, Thresholds
+from onnx_lambda.build_model import quantize
+from onnx_lambda.build_model.errors import AccuracyGateError
+from onnx_lambda.build_model.gate import Accuracy, Thresholds
 from onnx_lambda.cli import main
+from onnx_lambda.source_tree import root
 from tests.support import build_models, models
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 
 
 def build(source: Path, output: Path, *args: str) -> int:

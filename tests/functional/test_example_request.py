@@ -1,4 +1,4 @@
-"""The curl ``scripts/run`` prints (``onnx_lambda.build.request``) is a request the handler
+"""The curl ``scripts/run`` prints (``onnx_lambda.build_model.request``) is a request the handler
 answers with 200, for an inline example and for ``example_file`` ones (.npy, V2 binary)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from onnx_lambda.build.request import curl
+from onnx_lambda.build_model.request import curl
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.functional.test_handler_errors import http_event

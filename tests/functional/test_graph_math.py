@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 
 from handler.manifest import Manifest
 from handler.pipelines import classifier as classifier_pipeline
-from onnx_lambda.build import graph_math
+from onnx_lambda.build_model import graph_math
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import build_models
@@ -257,7 +257,7 @@ def compare_predictions(graph: Any, fallback: Any, x: np.ndarray) -> None:
 
 
 def test_the_gate_compares_probabilities_not_the_top_k_ranks(tmp_path: Path) -> None:
-    from onnx_lambda.build.gate import comparable_outputs
+    from onnx_lambda.build_model.gate import comparable_outputs
 
     source = build_models.mlp(tmp_path / "mlp.onnx")
     x = np.random.default_rng(2).standard_normal((3, 32)).astype(np.float32)

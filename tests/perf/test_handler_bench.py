@@ -6,7 +6,7 @@ import math
 import re
 from pathlib import Path
 
-from onnx_lambda.bench.handler import main, report
+from onnx_lambda.bench.handler_overhead import main, report
 
 
 def test_handler_benchmark_smoke(model_dir: Path) -> None:

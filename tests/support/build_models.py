@@ -9,19 +9,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from tests.support.models import OPSET
+from onnx_lambda.tiny_models import OPSET, save
 
 WORDS = ("hello", "world", "the", "cat", "sat", "on", "mat", "dog", "runs", "fast")
 VOCAB = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(WORDS)}}
-
-
-def _save(graph: onnx.GraphProto, path: Path, *, domains: tuple[str, ...] = (),
-          opset: int = OPSET) -> Path:
-    opsets = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, 1) for d in domains)]
-    model = helper.make_model(graph, opset_imports=opsets)
-    model.ir_version = 8
-    onnx.save(model, path)
-    return path
 
 
 def _weight(name: str, array: np.ndarray) -> onnx.TensorProto:
@@ -41,7 +32,7 @@ def mlp(path: Path, *, features: int = 32, hidden: int = 64, classes: int = 5,
              helper.make_node("Add", ["h0", "b1"], ["h1"]),
              helper.make_node("Relu", ["h1"], ["h2"]),
              helper.make_node("MatMul", ["h2", "W2"], ["logits"], name="second")]
-    return _save(helper.make_graph(nodes, "mlp", [x], [y], inits), path, opset=opset)
+    return save(helper.make_graph(nodes, "mlp", [x], [y], inits), path, opset=opset)
 
 
 def probabilities(path: Path, *, features: int = 8, classes: int = 3) -> Path:
@@ -53,7 +44,7 @@ def probabilities(path: Path, *, features: int = 8, classes: int = 3) -> Path:
              helper.make_node("Softmax", ["z"], ["probs"], axis=-1)]
     graph = helper.make_graph(nodes, "probs", [x], [y],
                               [_weight("W", rng.standard_normal((features, classes)))])
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def custom_op(path: Path) -> Path:
@@ -61,7 +52,8 @@ def custom_op(path: Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
     node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
-    return _save(helper.make_graph([node], "custom", [x], [y]), path, domains=("com.example",))
+    return save(helper.make_graph([node], "custom", [x], [y]), path, domains={"com.example": 1},
+                check=False)
 
 
 def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0, opset: int = OPSET,
@@ -90,7 +82,7 @@ def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0, opset: int = OP
     inits = [_weight("table", table), onnx.numpy_helper.from_array(np.int64(0), "zero"),
              onnx.numpy_helper.from_array(np.array([2], dtype=np.int64), "last_axis")]
     graph = helper.make_graph(nodes, "tokens", inputs, [out], inits)
-    return _save(graph, path, opset=opset), table
+    return save(graph, path, opset=opset), table
 
 
 def word_tokenizer(path: Path) -> Path:
@@ -115,4 +107,4 @@ def chain(path: Path, *, layers: int = 12, width: int = 64, seed: int = 0) -> Pa
         nodes += [helper.make_node("MatMul", [current, f"W{i}"], [f"m{i}"], name=f"mm{i}"),
                   helper.make_node("Tanh", [f"m{i}"], [f"t{i}" if i < layers - 1 else "y"])]
         current = f"t{i}"
-    return _save(helper.make_graph(nodes, "chain", [x], [y], inits), path)
+    return save(helper.make_graph(nodes, "chain", [x], [y], inits), path)

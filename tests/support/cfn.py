@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from onnx_lambda.source_tree import root
+
+ROOT = root()
 TEMPLATE = ROOT / "template.yaml"
 NO_VALUE = object()
 

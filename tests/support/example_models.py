@@ -10,20 +10,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.support.models import OPSET
+from onnx_lambda.tiny_models import save
 
 
 def _save(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
-          outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto], path: Path,
-          **metadata: str) -> Path:
-    model = helper.make_model(helper.make_graph(nodes, path.stem, inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    for key, value in metadata.items():
-        model.metadata_props.add(key=key, value=value)
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+          outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto], path: Path) -> Path:
+    return save(helper.make_graph(nodes, path.stem, inputs, outputs, inits), path)
 
 
 def _const(name: str, values: list[int]) -> onnx.TensorProto:
@@ -49,28 +41,33 @@ def long_conv(path: Path, kernel: int = 512) -> Path:
     return _save([node], [x], [y], [taps], path)
 
 
-def rate_gated(path: Path, valid: tuple[int, ...] = (8000, 16000), name: str = "sr") -> Path:
-    """x: float32[batch, n], ``name``: int64 scalar → y: float32[?, 1]. The scalar must be one of
-    ``valid``: the Reshape target is [-1, 1] for those and [-1, 0] (an error with ``allowzero``)
-    for others."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "n"])
-    sr = helper.make_tensor_value_info(name, TensorProto.INT64, [])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 1])
-    nodes, checks = [], []
-    for i in range(len(valid)):
-        nodes.append(helper.make_node("Equal", [name, f"rate{i}"], [f"is{i}"]))
-        checks.append(f"is{i}")
-    ok = checks[0]
-    for i, other in enumerate(checks[1:]):
-        nodes.append(helper.make_node("Or", [ok, other], [f"any{i}"]))
+def _rate_gate(rate: str, valid: tuple[int, ...], value: str,
+               out: str) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """Nodes and initializers that reshape ``value`` to ``out`` = [-1, 1] when the int64 scalar
+    ``rate`` is one of ``valid``, and to [-1, 0] (an error, with ``allowzero``) otherwise: the
+    check lives in the graph, as a real model's does."""
+    nodes = [helper.make_node("Equal", [rate, f"rate{i}"], [f"is{i}"]) for i in range(len(valid))]
+    ok = "is0"
+    for i in range(1, len(valid)):
+        nodes.append(helper.make_node("Or", [ok, f"is{i}"], [f"any{i}"]))
         ok = f"any{i}"
     nodes += [helper.make_node("Cast", [ok], ["width0"], to=TensorProto.INT64),
               helper.make_node("Reshape", ["width0", "one"], ["width"]),
               helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
-              helper.make_node("Reshape", ["x", "target"], ["y"], name="by_rate", allowzero=1)]
+              helper.make_node("Reshape", [value, "target"], [out], name="by_rate", allowzero=1)]
     inits = [_const("one", [1]), _const("minus_one", [-1]),
              *(numpy_helper.from_array(np.array(v, np.int64), f"rate{i}")
                for i, v in enumerate(valid))]
+    return nodes, inits
+
+
+def rate_gated(path: Path, valid: tuple[int, ...] = (8000, 16000), name: str = "sr") -> Path:
+    """x: float32[batch, n], ``name``: int64 scalar → y: float32[?, 1]. The scalar must be one of
+    ``valid`` (``_rate_gate``)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "n"])
+    sr = helper.make_tensor_value_info(name, TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 1])
+    nodes, inits = _rate_gate(name, valid, "x", "y")
     return _save(nodes, [x, sr], [y], inits, path)
 
 
@@ -109,24 +106,16 @@ def vad_like(path: Path, kernel: int = 512) -> Path:
     prob = helper.make_tensor_value_info("prob", TensorProto.FLOAT, [None, 1])
     next_state = helper.make_tensor_value_info("next_state", TensorProto.FLOAT, [3, None, 8])
     taps = numpy_helper.from_array(np.full((1, 1, kernel), 1.0 / kernel, np.float32), "taps")
+    gate, gate_inits = _rate_gate("sr", (16000, 8000), "energy2", "prob")
     nodes = [helper.make_node("Unsqueeze", ["x", "axis1"], ["x3"]),
              helper.make_node("Conv", ["x3", "taps"], ["filtered"], name="filter"),
              helper.make_node("ReduceMean", ["filtered"], ["energy"], axes=[1, 2], keepdims=0),
              helper.make_node("Unsqueeze", ["energy", "axis1"], ["energy2"]),  # [b, 1]
-             helper.make_node("Equal", ["sr", "r16"], ["is16"]),
-             helper.make_node("Equal", ["sr", "r8"], ["is8"]),
-             helper.make_node("Or", ["is16", "is8"], ["ok"]),
-             helper.make_node("Cast", ["ok"], ["ok_i"], to=TensorProto.INT64),
-             helper.make_node("Reshape", ["ok_i", "one"], ["width"]),
-             helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
-             helper.make_node("Reshape", ["energy2", "target"], ["prob"], name="by_rate",
-                              allowzero=1),
+             *gate,  # prob
              helper.make_node("Expand", ["energy2", "row8"], ["wide"]),  # [b, 8]
              helper.make_node("Unsqueeze", ["wide", "axis0"], ["wide3"]),  # [1, b, 8]
              helper.make_node("Concat", ["wide3", "state"], ["next_state"], axis=0,
                               name="stack_state")]
-    inits = [taps, _const("axis0", [0]), _const("axis1", [1]),
-             _const("one", [1]), _const("minus_one", [-1]), _const("row8", [1, 8]),
-             numpy_helper.from_array(np.array(16000, np.int64), "r16"),
-             numpy_helper.from_array(np.array(8000, np.int64), "r8")]
+    inits = [taps, _const("axis0", [0]), _const("axis1", [1]), _const("row8", [1, 8]),
+             *gate_inits]
     return _save(nodes, [x, state, sr], [prob, next_state], inits, path)

@@ -1,32 +1,14 @@
-"""Tiny ONNX models generated with ``onnx.helper`` for the tests (no files checked in)."""
+"""Tiny ONNX models generated with ``onnx.helper`` for the tests (no files checked in); the
+saver and ``linear`` are the tooling's (``onnx_lambda.tiny_models``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
-OPSET = 17
-WEIGHTS = np.arange(8, dtype=np.float32).reshape(4, 2)  # linear(): y = x @ WEIGHTS
-
-
-def _save(graph: onnx.GraphProto, path: Path) -> Path:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
-
-
-def linear(path: Path) -> Path:
-    """x: float32[batch, 4] → y: float32[batch, 2]."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])
-    w = helper.make_tensor("W", TensorProto.FLOAT, [4, 2], WEIGHTS.ravel().tolist())
-    node = helper.make_node("MatMul", ["x", "W"], ["y"])
-    return _save(helper.make_graph([node], "linear", [x], [y], [w]), path)
+# OPSET, WEIGHTS and linear are re-exported: tests import every model from here
+from onnx_lambda.tiny_models import OPSET, WEIGHTS, linear, save  # noqa: F401
 
 
 def multi_io(path: Path) -> Path:
@@ -42,7 +24,7 @@ def multi_io(path: Path) -> Path:
     ]
     inits = [helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
              helper.make_tensor("two", TensorProto.INT64, [], [2])]
-    return _save(helper.make_graph(nodes, "multi_io", [a, ids], [total, doubled], inits), path)
+    return save(helper.make_graph(nodes, "multi_io", [a, ids], [total, doubled], inits), path)
 
 
 def gather(path: Path) -> Path:
@@ -52,7 +34,7 @@ def gather(path: Path) -> Path:
     value = helper.make_tensor_value_info("value", TensorProto.FLOAT, [1])
     table = helper.make_tensor("table", TensorProto.FLOAT, [3], [10.0, 20.0, 30.0])
     node = helper.make_node("Gather", ["table", "index"], ["value"])
-    return _save(helper.make_graph([node], "gather", [index], [value], [table]), path)
+    return save(helper.make_graph([node], "gather", [index], [value], [table]), path)
 
 
 ONNX_TYPES = {
@@ -69,7 +51,7 @@ def identity(path: Path, dtype: str, rank: int) -> Path:
     x = helper.make_tensor_value_info("x", ONNX_TYPES[dtype], dims)
     y = helper.make_tensor_value_info("y", ONNX_TYPES[dtype], dims)
     node = helper.make_node("Identity", ["x"], ["y"])
-    return _save(helper.make_graph([node], f"identity_{dtype}", [x], [y]), path)
+    return save(helper.make_graph([node], f"identity_{dtype}", [x], [y]), path)
 
 
 def scalar_io(path: Path) -> Path:
@@ -89,7 +71,7 @@ def scalar_io(path: Path) -> Path:
         helper.make_node("Identity", ["x"], ["copy"]),
     ]
     graph = helper.make_graph(nodes, "scalar_io", [x, sr], [y, sr_out, copy])
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def strings(path: Path) -> Path:
@@ -98,7 +80,7 @@ def strings(path: Path) -> Path:
     y = helper.make_tensor_value_info("same", TensorProto.STRING, ["n"])
     graph = helper.make_graph([helper.make_node("Identity", ["text"], ["same"])], "strings",
                               [x], [y])
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def zipmap(path: Path, labels: list[int] | list[str] | None = None) -> Path:
@@ -114,10 +96,5 @@ def zipmap(path: Path, labels: list[int] | list[str] | None = None) -> Path:
     attribute = {"classlabels_strings" if strings_ else "classlabels_int64s": labels}
     nodes = [helper.make_node("ZipMap", ["probs"], ["zipped"], domain="ai.onnx.ml", **attribute),
              helper.make_node("Identity", ["probs"], ["probs_out"])]
-    model = helper.make_model(helper.make_graph(nodes, "zipmap", [x], [zipped, out]),
-                              opset_imports=[helper.make_opsetid("", OPSET),
-                                             helper.make_opsetid("ai.onnx.ml", 3)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    return save(helper.make_graph(nodes, "zipmap", [x], [zipped, out]), path,
+                domains={"ai.onnx.ml": 3})

@@ -153,5 +153,5 @@ def test_simulated_managed_instances_never_start_cold_and_queue_beyond_their_vcp
 def test_managed_candidates_give_each_concurrent_request_a_vcpu() -> None:
     from onnx_lambda.bench import simulate
 
-    assert [s.managed for s in simulate.managed_candidates(5, vcpus=2)] == [3, 6]
-    assert [s.managed for s in simulate.managed_candidates(13, vcpus=2)] == [7, 14]
+    assert [s.managed for s in simulate.managed_candidates(5, vcpus=2, minimum=3)] == [3, 6]
+    assert [s.managed for s in simulate.managed_candidates(13, vcpus=2, minimum=3)] == [7, 14]

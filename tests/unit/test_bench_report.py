@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from onnx_lambda.bench import artifact, report
-from onnx_lambda.bench.commands import command_line, fill
+from onnx_lambda.bench import image_size, report
+from onnx_lambda.bench.commands.options import command_line, fill
 
 
 def summary(p50: float, p99: float) -> dict[str, float]:
@@ -71,7 +71,7 @@ def test_fill_keeps_explicit_values() -> None:
 
 
 def test_artifact_closure_follows_requirements_and_extras() -> None:
-    with_deps = artifact.closure(["onnxruntime"])
+    with_deps = image_size.closure(["onnxruntime"])
     assert "onnxruntime" in with_deps and len(with_deps) > 1
-    assert set(artifact.closure(["onnxruntime"], deps=False)) == {"onnxruntime"}
-    assert "aws-xray-sdk" in artifact.closure(["aws-lambda-powertools[tracer]"])
+    assert set(image_size.closure(["onnxruntime"], deps=False)) == {"onnxruntime"}
+    assert "aws-xray-sdk" in image_size.closure(["aws-lambda-powertools[tracer]"])

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from handler.manifest import TensorInfo
-from onnx_lambda.build import example
-from onnx_lambda.build.errors import ExampleArgumentError
-from onnx_lambda.build.gate import Thresholds, collect, comparable_outputs, compare
+from onnx_lambda.build_model import example
+from onnx_lambda.build_model.errors import ExampleArgumentError
+from onnx_lambda.build_model.gate import Thresholds, collect, comparable_outputs, compare
 
 INPUTS = (TensorInfo("images", "float32", ("batch", 3, "?", "?")),
           TensorInfo("sr", "int64", ()))

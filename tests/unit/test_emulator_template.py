@@ -8,8 +8,9 @@ import pytest
 
 from onnx_lambda.emulator.intrinsics import Resolver, TemplateError
 from onnx_lambda.emulator.template import load_template, parse_overrides
+from onnx_lambda.source_tree import root
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = root()
 TEMPLATE = """
 Parameters:
   Memory: {Type: Number, Default: 1024}

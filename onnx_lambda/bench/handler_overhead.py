@@ -1,0 +1,211 @@
+"""Handler cost against the floor, measured side by side in one run (issue: runtime handler).
+
+    python -m onnx_lambda.bench.handler_overhead [--model models/digits] [--repeat 15]
+
+- cold init: fresh interpreter → ready, interleaved (floor, C-API floor, ours, …), the same
+  processes ``onnx-lambda bench`` starts (``bench.cold``). The floor is ``baselines.floor``
+  (``import numpy, onnxruntime; InferenceSession(portable model); run()``), the C-API floor
+  ``baselines.capi_floor`` (a bare interpreter with ``ctypes`` over libonnxruntime: load,
+  session on the portable model, one run); ours is ``import handler.app`` (settings, artifact,
+  session, pipeline, warm-up inference) and its first request.
+- warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
+  with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
+- peak RSS after init of each cold process (VmHWM: ru_maxrss would inherit the parent's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from onnx_lambda.bench import cold as cold_start
+from onnx_lambda.bench.baselines import io
+from onnx_lambda.bench.stats import DEFINITION, interleave, percentile
+from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, Subject, prepare
+from onnx_lambda.lambda_context import LambdaContext
+from onnx_lambda.source_tree import root
+
+
+def cold(subject: Subject, repeat: int, memory_mb: int = 1769) -> dict[str, list[dict[str, Any]]]:
+    """Fresh processes, interleaved: the two floors (``baselines.floor``, ``baselines.capi_floor``)
+    and ours (``import handler.app``, then the first request), as ``onnx-lambda bench`` runs
+    them (``cold.floor``, ``cold.probe``)."""
+    return interleave({
+        FLOOR: lambda: _row(cold_start.floor(subject)),
+        CAPI_FLOOR: lambda: _row(cold_start.floor(subject, "capi_floor")),
+        OURS: lambda: _row(cold_start.probe(subject, "handler.app", memory_mb)),
+    }, repeat)
+
+
+def _row(result: dict[str, Any]) -> dict[str, float]:
+    """One cold run's figures: spawn → ready (``wall``), in-process init, imports, session
+    load, first run (the floors' first request, our warm-up), peak RSS."""
+    stages = result["breakdown"]
+    run = stages.get("warm-up", stages["first request"])
+    init = sum(v for k, v in stages.items() if k != "interpreter") - (
+        stages["first request"] if "warm-up" in stages else 0.0)
+    return {"wall": result["wall"], "init": init, "imports": stages["imports"],
+            "load": stages["model-load"], "run": run, "rss_mb": result["rss_mb"]}
+
+
+def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float]]:
+    """Microseconds per call for bare ``session.run`` and for the full handler."""
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}))
+    service.telemetry.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the run)
+    # The same handler without the per-request log/EMF line: what that line costs.
+    quiet = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model),
+                                      "ONNX_LAMBDA_METRICS": "false",
+                                      "ONNX_LAMBDA_LOG_LEVEL": "warning"}))
+    example = service.example_inputs()
+    feeds = service.pipeline.preprocess(example, {})
+    event = {"version": "2.0", "rawPath": "/predict", "headers": {
+        "content-type": "application/json"}, "requestContext": {
+        "http": {"method": "POST", "path": "/predict"}, "stage": "$default"},
+        "body": json.dumps({"inputs": example}), "isBase64Encoded": False}
+
+    session = service.model.session  # the C-API session the handler runs
+    ctx = LambdaContext("bench", 60_000)
+    assert service(event, ctx)["statusCode"] == 200
+
+    def timed(call: Any) -> list[float]:
+        samples = []
+        for _ in range(iterations // blocks):
+            started = time.perf_counter_ns()
+            call()
+            samples.append((time.perf_counter_ns() - started) / 1e3)
+        return samples
+
+    results: dict[str, list[float]] = {"session.run": [], "handler": [], "no-telemetry": []}
+    for _ in range(blocks):
+        results["session.run"] += timed(lambda: session.run(feeds))
+        results["handler"] += timed(lambda: service(event, ctx))
+        results["no-telemetry"] += timed(lambda: quiet(event, ctx))
+    return results
+
+
+def session_options(subject: Subject, iterations: int, repeat: int = 5) -> str:
+    """The measurement behind handler/model.py's choices: load time per graph-optimization
+    level, and warm run time with thread-pool spinning and the CPU arena on/off."""
+    import onnxruntime as ort
+
+    inputs = json.loads(subject.body)["inputs"]
+    levels = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+
+    def make(level: str = "basic", spinning: bool = False, arena: bool = True) -> Any:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = levels[level]
+        options.enable_cpu_mem_arena = arena
+        options.add_session_config_entry("session.intra_op.allow_spinning",
+                                         "1" if spinning else "0")
+        return ort.InferenceSession(str(subject.portable), options,
+                                    providers=["CPUExecutionProvider"])
+
+    def load(level: str) -> float:
+        started = time.perf_counter()
+        make(level)
+        return (time.perf_counter() - started) * 1e3
+
+    loads = interleave({level: (lambda lv=level: load(lv)) for level in levels}, repeat)
+    lines = ["| graph optimization at load | load ms (median) | warm run µs p50 |",
+             "|---|---|---|"]
+    variants = {f"level={lv}": {"level": lv} for lv in levels}
+    variants |= {"spinning on": {"spinning": True}, "arena off": {"arena": False}}
+    runs: dict[str, list[float]] = {}
+    for name, kwargs in variants.items():
+        session = make(**kwargs)
+        feeds = io.feeds(session, inputs)
+        runs[name] = []
+        for _ in range(iterations // 10):
+            started = time.perf_counter_ns()
+            session.run(None, feeds)
+            runs[name].append((time.perf_counter_ns() - started) / 1e3)
+    for level in levels:
+        lines.append(f"| {level} | {percentile(loads[level], 50):.2f} | "
+                     f"{percentile(runs[f'level={level}'], 50):.1f} |")
+    lines += ["", "| basic + … | warm run µs p50 | p99 |", "|---|---|---|"]
+    for name in ("level=basic", "spinning on", "arena off"):
+        lines.append(f"| {name} | {percentile(runs[name], 50):.1f} | "
+                     f"{percentile(runs[name], 99):.1f} |")
+    return "\n".join(lines)
+
+
+def powertools_import(repeat: int) -> str:
+    """Why telemetry.py writes EMF itself: what importing Powertools Metrics would add."""
+    def child(code: str) -> float:
+        out = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); "
+                              f"{code}; print((time.perf_counter() - t) * 1e3)"],
+                             check=True, capture_output=True, text=True, cwd=root()).stdout
+        return float(out)
+
+    runs = interleave({
+        "json (our EMF writer's only dependency)": lambda: child("import json"),
+        "aws_lambda_powertools.Metrics": lambda: child(
+            "from aws_lambda_powertools import Metrics; Metrics(namespace='N')"),
+        "aws_lambda_powertools Logger + Metrics": lambda: child(
+            "from aws_lambda_powertools import Logger, Metrics; Logger(); "
+            "Metrics(namespace='N')"),
+    }, repeat)
+    lines = ["| import on the cold path | ms (median) |", "|---|---|"]
+    lines += [f"| {name} | {percentile(samples, 50):.1f} |" for name, samples in runs.items()]
+    return "\n".join(lines)
+
+
+def default_model() -> Path:
+    digits = root() / "models" / "digits"
+    if (digits / "model.json").exists():
+        return digits
+    from onnx_lambda.tiny_models import linear  # onnx: only when no model is built
+
+    return linear(Path(tempfile.mkdtemp()) / "linear.onnx")
+
+
+def report(model: Path, repeat: int, iterations: int) -> str:
+    subject = prepare(model)  # the model's example as feeds, once for every measurement
+    cold_runs = cold(subject, repeat)
+    warm_runs = warm(model, iterations)
+    lines = [f"model: {model} ({DEFINITION})", "",
+             "| cold init (fresh process) | floor | C-API floor | onnx-lambda | ratio to floor "
+             "| ratio to C-API floor |", "|---|---|---|---|---|---|"]
+    for key, label in (("wall", "spawn → ready, median ms"), ("init", "in-process init, ms"),
+                       ("imports", "imports, ms"), ("load", "session load, ms"),
+                       ("run", "first run / warm-up, ms"), ("rss_mb", "peak RSS, MB")):
+        f, c, o = (percentile([r[key] for r in cold_runs[side]], 50)
+                   for side in (FLOOR, CAPI_FLOOR, OURS))
+        lines.append(f"| {label} | {f:.2f} | {c:.2f} | {o:.2f} | {o / f:.2f}× | {o / c:.2f}× |")
+    run, full, quiet = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry"))
+    lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
+    for label, samples in (("bare session.run", run), ("handler(event, ctx)", full),
+                           ("handler, metrics and request log off", quiet)):
+        lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
+    for label, samples in (("handler overhead", full), ("overhead without the log line", quiet)):
+        lines.append(f"| {label} | {percentile(samples, 50) - percentile(run, 50):.1f} | "
+                     f"{percentile(samples, 99) - percentile(run, 99):.1f} |")
+    return "\n".join([*lines, "", session_options(subject, iterations), "",
+                      powertools_import(repeat)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=15, help="cold processes per side")
+    parser.add_argument("--iterations", type=int, default=20_000, help="warm calls per side")
+    args = parser.parse_args(argv)
+    print(report(args.model or default_model(), args.repeat, args.iterations))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""``build``: inspect → example → fuse → quantize (gated) → optimize → package → verify and
+measure.
+
+Intermediate files live in a temporary folder; the artifact is assembled in a staging folder
+and renamed into place only when every step has passed. Under ``output.cancellable`` (the
+command installs it) SIGINT/SIGTERM unwind like a failure: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from rich.console import Console
+
+from handler.manifest import Manifest
+from onnx_lambda.build_model import (
+    example,
+    graph_math,
+    inspect,
+    ladder,
+    measure,
+    optimize,
+    output,
+    quant_auto,
+    quant_methods,
+    quantize,
+    signature,
+)
+from onnx_lambda.build_model.errors import AccuracyGateError
+from onnx_lambda.build_model.gate import Accuracy, Feeds, collect, compare
+from onnx_lambda.build_model.progress import Steps
+from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+
+PORTABLE = "model.onnx"
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    output: Path
+    manifest: Manifest
+    before: measure.Figures
+    after: measure.Figures
+    accuracy: Accuracy
+    timings: dict[str, float]
+
+
+def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console) -> BuildReport:
+    steps = Steps(console)
+    staging = None
+    try:
+        staging = output.staging_for(target)
+        with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
+            report = _build(spec, target, staging, Path(scratch), options, steps)
+        with steps.step(f"publish {target}"):
+            output.publish(staging, target)
+        return report
+    finally:
+        if staging is not None:
+            output.discard(staging)
+
+
+def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
+           steps: Steps) -> BuildReport:
+    with steps.step("inspect"):
+        proto = signature.load(spec.source)
+        session = signature.check_runnable(spec.source, proto)
+        inputs = signature.tensor_infos(session.get_inputs())
+        outputs = signature.tensor_infos(session.get_outputs())
+        inspect.render(inspect.summarize(spec.source, example=f"the {spec.name} example's "
+                                         "samples" if spec.samples else None), steps.console)
+    found = None
+    with steps.step("example") as note:
+        if spec.samples:
+            samples = spec.samples
+            note(f"{len(samples)} sample batch(es) from the {spec.name} example")
+        else:
+            found = ladder.find(proto, inputs, example.check(spec.given, inputs),
+                                signature.runner(session))
+            samples = found.samples
+            note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
+    current = spec.source
+    run_source = _runner(spec.source)  # one session on the source: pipeline math and reference
+    metadata = dict(spec.metadata)
+    comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
+    append: Callable[[onnx.ModelProto], graph_math.Appended] | None = None
+    if spec.pipeline in graph_math.PIPELINES:
+        with steps.step("pipeline math into the graph") as note:
+            raw_outputs = run_source(samples[0])
+
+            def append(model: onnx.ModelProto) -> graph_math.Appended:
+                return graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
+                                               spec.files, raw_outputs)
+            try:
+                math = append(proto)
+            except graph_math.GraphMathError as exc:
+                append = None
+                note(f"not appended ({exc}): the runtime pipeline computes it in Python")
+            else:
+                current = work / "graph.onnx"
+                onnx.save(math.model, current)
+                outputs = signature.tensor_infos(
+                    signature.check_runnable(current, math.model).get_outputs())
+                graph_outputs, metadata["graph_math"] = math.outputs, math.note
+                pipeline_options.update(math.options)
+                comparable = graph_math.gated(spec.comparable, math)
+                note(f"{', '.join(math.note['appended'])} → "
+                     f"{', '.join(sorted(set(math.outputs.values())))}")
+    # The gate compares like with like: the reference and every candidate include the math.
+    if spec.reference is None:
+        run = run_source if current == spec.source else _runner(current)
+        reference = collect(run, samples, comparable)
+    else:  # an example's own reference rows (minilm: PyTorch's embeddings)
+        reference = (spec.reference if isinstance(spec.reference, dict)
+                     else {"output": spec.reference})
+    if not reference:
+        steps.console.print("    [dim]accuracy gate: nothing comparable (no numeric, label or "
+                            "map output): outputs are not checked[/dim]")
+    fuse = options.fuse == "bert" or (options.fuse == "auto"
+                                      and optimize.looks_like_transformer(proto))
+    if fuse:
+        with steps.step("transformer fusions") as note:
+            # On the model as given: the fusions' shape inference fails on the appended pooling
+            # (SkipLayerNormalization is then not fused); the math goes onto the fused graph.
+            fused = optimize.fuse_transformer(spec.source, work / "fused.onnx", spec.num_heads,
+                                              spec.hidden_size)
+            note(", ".join(f"{op} ×{n}" for op, n in fused.items()) or "no pattern matched")
+            current = work / "fused.onnx"
+            if append is not None:
+                onnx.save(append(onnx.load(str(current))).model, current)
+            metadata["fusions"] = fused
+
+    def evaluate(path: Path) -> Accuracy:
+        candidate = collect(_runner(path), samples, comparable)
+        return compare(reference, candidate, classifier=spec.classifier)
+
+    settings = _quantize_settings(spec, options)
+    if settings is not None and not reference:
+        steps.console.print("[yellow]![/yellow] quantize skipped: the accuracy gate has no "
+                            "output it can compare, so a quantized model could not be checked")
+        metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
+        settings = None
+    if settings is not None:
+        calibration = [*samples, *options.calibration]
+        current = _quantize(current, work, settings, evaluate, options, steps, metadata,
+                            calibration, found.feeds if found is not None
+                            else _batch_one(samples[0]))
+    with steps.step("optimize" if options.optimize else "package") as note:
+        shutil.copyfile(current, staging / PORTABLE)
+        chosen = PORTABLE
+        if options.optimize:
+            chosen = "model.ort" if options.ort_format else "model.opt.onnx"
+            optimize.optimize_offline(staging / PORTABLE, staging / chosen, options.level)
+            note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
+        for name, path in spec.files.items():
+            shutil.copyfile(path, staging / name)
+        inline, example_file = spec.example, None
+        if found is not None:
+            inline, example_file = example.write(found.feeds, spec.pipeline, staging)
+            note(f"example: {example_file or 'inline in model.json'}")
+        manifest = Manifest(
+            name=spec.name, model=chosen, portable=PORTABLE, onnxruntime=ort.__version__,
+            optimization=options.level if options.optimize else "none",
+            inputs=inputs, outputs=outputs,
+            files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
+            pipeline=spec.pipeline, pipeline_options=pipeline_options,
+            graph_outputs=graph_outputs, labels=spec.labels, example=inline,
+            example_file=example_file, metadata=metadata)
+        manifest.dump(staging)
+    with steps.step("verify and measure") as note:
+        feeds = found.feeds if found is not None else _batch_one(samples[0])
+        before, _ = measure.figures(measure.load_raw, spec.source,
+                                    spec.source.stat().st_size, feeds)
+        after, model = measure.figures(measure.load_folder, staging,
+                                       measure.folder_size(staging), feeds)
+        accuracy = compare(reference, collect(model.run, samples, comparable),
+                           classifier=spec.classifier)
+        note(f"as the runtime loads it: {accuracy.describe()}")
+        failures = accuracy.failures(options.thresholds)
+        if failures:
+            raise AccuracyGateError(f"the built artifact fails the accuracy gate: "
+                                    f"{'; '.join(failures)}")
+        metadata["build"] = {"accuracy": accuracy.to_dict(),
+                             "before": dataclasses.asdict(before),
+                             "after": dataclasses.asdict(after)}
+        manifest = manifest._replace(metadata=metadata)
+        manifest.dump(staging)
+    return BuildReport(target, manifest, before, after, accuracy, steps.timings)
+
+
+def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
+              evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
+              metadata: dict[str, object], calibration: list[Feeds], feeds: Feeds) -> Path:
+    """The quantize step: the model to build on, and what was really applied in ``metadata``."""
+    auto = options.quantize == "auto"
+    title = f"auto, objective {options.objective}" if auto else settings.label
+    with steps.step(f"quantize ({title})") as note:
+        if auto:
+            chosen = quant_auto.choose(current, work, settings, evaluate, options.thresholds,
+                                       calibration, feeds, options.objective, options.budget_s,
+                                       options.level if options.optimize else "basic", note)
+            settings, result, path = chosen.settings, chosen.result, chosen.path
+        else:
+            path = work / "quantized.onnx"
+            result = quantize.tune(current, path, settings, evaluate, options.thresholds,
+                                   on_attempt=note, calibration=calibration)
+        label = f"auto → {settings.label}" if auto else settings.label
+        fp32 = sum(result.counts["fp32"].values())
+        applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
+                   "fp32_nodes": list(result.excluded), "nodes": result.counts,
+                   "graph": result.graph, "tuned_on": quant_methods.cpu()}
+        if settings.label in ("int8-static", "int4 gptq"):
+            applied["calibration_samples"] = len(calibration)
+        if auto:
+            applied["auto"] = {"objective": options.objective, "budget_s": options.budget_s,
+                               "tries": chosen.tries}
+        if not result.quantized:
+            note.title = (f"quantize: nothing quantized (all {fp32} candidate node(s) had to "
+                          "stay fp32 to pass the gate)")
+            metadata["quantization"] = {"type": "none", "reason": "every candidate node kept "
+                                        "fp32 to pass the accuracy gate", **applied}
+            return current
+        note.title = (f"quantize ({label}: {result.quantized} node(s) quantized, {fp32} "
+                      "kept fp32)")
+        # int8-dynamic keeps the type manifests had before the menu ("dynamic-int8").
+        kind = "dynamic-int8" if settings.method == "int8-dynamic" else settings.method
+        metadata["quantization"] = {"type": kind, "method": settings.label, **applied}
+        return path
+
+
+def _batch_one(feeds: Feeds) -> Feeds:
+    """The first item of an example's sample batch (each of its inputs is batch-major)."""
+    return {name: value[:1] if value.ndim else value for name, value in feeds.items()}
+
+
+def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return signature.runner(ort.InferenceSession(str(path), options,
+                                                 providers=["CPUExecutionProvider"]))
+
+
+def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:
+    method = options.quantize
+    if method == "none" or (method is None and spec.quantize is None):
+        return None
+    settings = spec.quantize or quantize.QuantizeSettings()
+    if method not in (None, "auto", settings.method):
+        # An example's fp32 node list was found for its own method: another one tunes afresh.
+        settings = dataclasses.replace(settings, method=method, exclude=())
+    changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
+               "algo": options.algo, "block_size": options.block_size,
+               "symmetric": options.symmetric}
+    return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,271 @@
+"""``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
+name (``digits``, ``minilm``). ``onnx-lambda inspect MODEL``: a model's signature and build advice.
+
+build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
+do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
+6 output not writable, 7 no example input runs the model (the message names the error and the
+flags to pass), 8 nothing to quantize, 130/143 cancelled by SIGINT/SIGTERM (nothing written)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from onnx_lambda.build_model.quant_methods import ALGOS, METHODS
+from onnx_lambda.sizes import human_size
+
+if TYPE_CHECKING:
+    from onnx_lambda.build_model.builder import BuildReport
+    from onnx_lambda.build_model.spec import ModelSpec
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "build-model", help="optimize, quantize and package a model for Lambda",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("source", metavar="SOURCE", help="an .onnx file, or: digits, minilm")
+    parser.add_argument("-o", "--output", required=True, type=Path,
+                        help="the model folder to write (e.g. models/NAME)")
+    model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
+    model.add_argument("--name", help="model name (default: the output folder's name)")
+    model.add_argument("--pipeline", default="tensor",
+                       help="tensor | classifier | text-embedding | package.module")
+    model.add_argument("--pipeline-option", action="append", default=[], metavar="KEY=JSON",
+                       help="a pipeline setting, e.g. max_length=128 (repeatable)")
+    model.add_argument("--labels", type=Path, help="a text file, one class label per line")
+    model.add_argument("--file", action="append", type=Path, default=[], dest="files",
+                       help="a file to ship beside the model, e.g. tokenizer.json (repeatable)")
+    given = parser.add_argument_group(
+        "example input (default: found from the graph and a ladder of sizes; see docs/models.md)")
+    given.add_argument("--example", type=Path, metavar="FILE",
+                       help='real input: .npz (one array per input), .npy (a one-input model) '
+                            'or JSON {"name": nested list}; may cover some inputs only')
+    given.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x640x640",
+                       help="an input's shape (repeatable; NAME= for a scalar)")
+    given.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                       help="a symbolic dim's size wherever it appears, e.g. batch=1 "
+                            "(repeatable)")
+    steps = parser.add_argument_group("steps")
+    steps.add_argument("--no-optimize", action="store_false", dest="optimize",
+                       help="skip the offline onnxruntime optimization")
+    steps.add_argument("--opt-level", choices=("basic", "extended", "all"), default="extended",
+                       help="offline optimization level (default: extended; 'all' adds "
+                            "CPU-specific layouts)")
+    steps.add_argument("--ort-format", action="store_true",
+                       help="save the optimized model in ORT format (.ort)")
+    steps.add_argument("--fuse", choices=("auto", "bert", "none"), default="auto",
+                       help="transformer fusions (auto: when the model takes input_ids and "
+                            "attention_mask)")
+    steps.add_argument("--num-heads", type=int, default=0,
+                       help="attention heads, for the Attention fusion (default: detect)")
+    steps.add_argument("--hidden-size", type=int, default=0,
+                       help="hidden size, for the Attention fusion (default: detect)")
+    steps.add_argument("--quantize", nargs="?", const="int8-dynamic", default=None,
+                       choices=(*METHODS, "auto", "none"), metavar="METHOD",
+                       help=f"quantize, gated: {' | '.join(METHODS)} | auto (--quantize alone: "
+                            "int8-dynamic; default: off, on for minilm); put it after SOURCE")
+    steps.add_argument("--objective", choices=("latency", "size"), default="latency",
+                       help="--quantize auto keeps the passing method with the lowest batch-1 "
+                            "p50 (latency, default) or the smallest file (size)")
+    steps.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                       help="--quantize auto starts no further try after this long (600)")
+    steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
+                       help="no quantization (same as --quantize none)")
+    steps.add_argument("--algo", choices=ALGOS,
+                       help="int4 weight-only algorithm (default: rtn; gptq calibrates)")
+    steps.add_argument("--block-size", type=_block_size,
+                       help="int4: weights per quantization block, a power of two ≥ 16 "
+                            "(default: 32)")
+    steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
+                       help="int4 rtn: symmetric blocks, no zero point (default: asymmetric)")
+    steps.add_argument("--calibration", type=Path, metavar="FILE",
+                       help="more calibration input for int8-static and int4 --algo gptq: .npz, "
+                            "one array per input (besides the build's own samples)")
+    steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
+                       help="operator types to quantize (default: MatMul,Attention)")
+    steps.add_argument("--max-fp32-nodes", type=int,
+                       help="how many sensitive nodes tuning may keep in fp32 (default: 16)")
+    gate = parser.add_argument_group("accuracy gate (outputs vs the unquantized model)")
+    gate.add_argument("--min-cosine", type=float, default=0.99, help="mean cosine (0.99)")
+    gate.add_argument("--min-cosine-floor", type=float, default=0.98,
+                      help="cosine of the worst sample (0.98)")
+    gate.add_argument("--min-top1", type=float, default=0.99,
+                      help="top-1 agreement, classifiers only (0.99)")
+    gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
+    parser.set_defaults(func=run)
+    _register_inspect(subparsers)
+
+
+def _block_size(text: str) -> int:
+    value = int(text)
+    if value < 16 or value & (value - 1):
+        raise argparse.ArgumentTypeError(f"{text}: a power of two ≥ 16 (16, 32, 64, 128, …)")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
+    from onnx_lambda.build_model import output
+    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.errors import BuildError
+    from onnx_lambda.build_model.gate import Thresholds
+    from onnx_lambda.build_model.spec import BuildOptions
+
+    console = Console(stderr=True)
+    options = BuildOptions(
+        optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
+        fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
+        max_fp32_nodes=args.max_fp32_nodes, algo=args.algo, block_size=args.block_size,
+        symmetric=args.symmetric, objective=args.objective, budget_s=args.budget,
+        thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
+                              args.max_abs_error))
+    try:
+        with output.cancellable(), \
+                tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+            spec = _spec(args, Path(workdir), console)
+            if args.calibration is not None:
+                options = dataclasses.replace(options, calibration=_calibration(args))
+            report = build(spec, args.output, options, console)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except _UsageError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    _summary(report, console)
+    return 0
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
+    """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
+    import numpy as np
+
+    if args.quantize not in ("int8-static", "int4", "auto") or (
+            args.quantize == "int4" and args.algo != "gptq"):
+        raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
+                          "--algo gptq (the other methods do not calibrate)")
+    try:
+        with np.load(args.calibration, allow_pickle=False) as archive:
+            feeds = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as exc:
+        raise _UsageError(f"--calibration {args.calibration}: not a readable .npz ({exc})") \
+            from exc
+    if not feeds:
+        raise _UsageError(f"--calibration {args.calibration}: holds no array")
+    return (feeds,)
+
+
+def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpec:
+    from onnx_lambda import examples
+    from onnx_lambda.build_model.errors import ExampleArgumentError
+    from onnx_lambda.build_model.example import parse as parse_given
+    from onnx_lambda.build_model.spec import ModelSpec
+
+    if args.source in examples.NAMES:
+        if args.example or args.shape or args.dim:
+            raise _UsageError(f"{args.source} brings its own samples: --example, --shape and "
+                              "--dim apply to an .onnx SOURCE")
+        return examples.prepare(args.source, workdir, console)
+    source = Path(args.source)
+    if not source.is_file():
+        raise _UsageError(f"{source}: no such file, and not an example "
+                          f"({', '.join(examples.NAMES)})")
+    for path in args.files:
+        if not path.is_file():
+            raise _UsageError(f"--file {path}: no such file")
+    labels = None
+    if args.labels is not None:
+        try:
+            labels = tuple(line.strip() for line in args.labels.read_text().splitlines()
+                           if line.strip())
+        except OSError as exc:
+            raise _UsageError(f"--labels {args.labels}: {exc.strerror}") from exc
+    try:
+        given = parse_given(args.example, args.shape, args.dim)
+    except ExampleArgumentError as exc:
+        raise _UsageError(exc.message) from exc
+    return ModelSpec(source=source, name=args.name or args.output.name,
+                     pipeline=args.pipeline, pipeline_options=_options(args.pipeline_option),
+                     labels=labels, files={p.name: p for p in args.files}, given=given,
+                     classifier=args.pipeline == "classifier", num_heads=args.num_heads,
+                     hidden_size=args.hidden_size)
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    options = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise _UsageError(f"--pipeline-option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw  # a bare string needs no JSON quotes
+    return options
+
+
+def _summary(report: BuildReport, console: Console) -> None:
+    from rich.table import Table
+
+    before, after = report.before, report.after
+    table = Table(title=f"{report.manifest.name} → {report.output}", title_justify="left")
+    table.add_column("")
+    table.add_column("source", justify="right")
+    table.add_column("artifact", justify="right")
+    table.add_column("before ÷ after", justify="right")
+    table.add_row("size", human_size(before.size_bytes), human_size(after.size_bytes),
+                  _ratio(before.size_bytes, after.size_bytes))
+    table.add_row("session load", f"{before.load_ms:.1f} ms", f"{after.load_ms:.1f} ms",
+                  _ratio(before.load_ms, after.load_ms))
+    table.add_row("inference p50 (batch 1)", f"{before.p50_ms:.3f} ms", f"{after.p50_ms:.3f} ms",
+                  _ratio(before.p50_ms, after.p50_ms))
+    console.print(table)
+    console.print(f"accuracy vs reference: {report.accuracy.describe()}")
+    console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
+                  f"pipeline: {report.manifest.pipeline}; example (the warm-up): "
+                  f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
+
+
+def _ratio(before: float, after: float) -> str:
+    return f"{before / after:.2f}×" if after else "–"
+
+
+def _register_inspect(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inspect", help="a model's signature, sizes, quantizable nodes and build advice",
+        description="MODEL: an .onnx file or a model folder. Never runs the model.")
+    parser.add_argument("model", metavar="MODEL", type=Path)
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=run_inspect)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """Exit codes: 0, 2 no such MODEL, 3 not a readable model."""
+    from onnx_lambda.build_model import inspect
+    from onnx_lambda.build_model.errors import BuildError
+
+    console = Console(stderr=True)
+    if not args.model.exists():
+        console.print(f"[red]error:[/red] {escape(str(args.model))}: no such file or folder")
+        return 2
+    try:
+        summary = inspect.summarize(args.model)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        inspect.render(summary, Console())
+    return 0

@@ -1,0 +1,64 @@
+"""Step 2: graph optimization for the CPU, done once at build time instead of at every cold start.
+
+- Transformer fusions (``onnxruntime.transformers.optimizer``, Python pattern matching only, so
+  the result holds standard + Microsoft contrib ops and loads in any onnxruntime version):
+  LayerNorm / SkipLayerNorm / Gelu / Attention where the patterns match.
+- Offline onnxruntime optimization at a chosen level, saved (as ``.onnx`` or ORT format) so the
+  runtime can load it with online optimization off. Such a file is tied to this onnxruntime
+  version (the manifest records it; the runtime falls back to the portable model otherwise).
+  ``extended`` is the default: ``all`` adds layout transformations specific to the build
+  machine's CPU, which a Lambda on another instance family may not share.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+
+from onnx_lambda.build_model import canonical
+
+LEVELS = {
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+TRANSFORMER_INPUTS = {"input_ids", "attention_mask"}
+
+
+def looks_like_transformer(model: onnx.ModelProto) -> bool:
+    """BERT-like encoders take ``input_ids`` and ``attention_mask``."""
+    return {i.name for i in model.graph.input} >= TRANSFORMER_INPUTS
+
+
+def fuse_transformer(source: Path, target: Path, num_heads: int = 0,
+                     hidden_size: int = 0) -> dict[str, int]:
+    """Apply the BERT fusions; returns the count of each fused operator that was created.
+    ``num_heads``/``hidden_size``: 0 = read them from the graph (possible only where its
+    reshapes have constant shapes; a dynamo export computes them, so Attention needs both)."""
+    # The transformer optimizer is a large module tree, only needed for transformer models.
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    # Its fusion passes log every pattern they try at INFO/WARNING: keep the build output clean.
+    logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
+    model = onnx.load(str(source))
+    canonical.for_attention_fusion(model)
+    optimized = optimize_model(model, model_type="bert", num_heads=num_heads,
+                               hidden_size=hidden_size, opt_level=0)
+    optimized.save_model_to_file(str(target))
+    stats = optimized.get_fused_operator_statistics() or {}
+    return {op: count for op, count in stats.items() if count}
+
+
+def optimize_offline(source: Path, target: Path, level: str) -> None:
+    """Save the graph as onnxruntime optimizes it at ``level``; a ``.ort`` target is saved in
+    ORT format (smaller, faster to load, needs no protobuf parsing)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = LEVELS[level]
+    options.optimized_model_filepath = str(target)
+    if target.suffix == ".ort":
+        options.add_session_config_entry("session.save_model_format", "ORT")
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])

@@ -1,0 +1,243 @@
+"""The quantization menu: one ``apply`` per method, each writing ``target`` from ``source`` with
+some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``, for ranking).
+
+- ``int8-dynamic``: weights int8 offline, activations quantized at run time (no calibration).
+- ``int8-static``: QDQ int8 weights and activations, activation ranges calibrated (min/max) on
+  the build's samples plus ``--calibration FILE``; onnxruntime fuses the QDQ pairs at load.
+- ``int4``: weight-only, ``MatMulNBits`` blocks of ``block_size`` along K; ``--algo`` rtn
+  (round to nearest, min/max per block), hqq (half-quadratic, no data) or gptq (Hessian-aware,
+  calibrated like static). Compute in int8 (``accuracy_level`` 4: activations quantized per
+  block at run time), the fastest MatMulNBits path on x86 and arm64.
+- ``fp16``: weights and compute in float16 with fp32 inputs/outputs, sensitive ops (``
+  KEEP_FP32_OPS``) and ``exclude`` kept in fp32. On a CPU without fp16 kernels onnxruntime runs
+  them through inserted casts: the gate still holds, the latency figure tells.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import platform
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers load on use only
+    from onnx_lambda.build_model.gate import Feeds
+
+METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
+ALGOS = ("rtn", "hqq", "gptq")
+# What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
+SUPPORTED_OPS = {
+    "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
+    "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
+    "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
+    "int4 hqq": ("MatMul",),
+    "int4 gptq": ("MatMul",),
+    "fp16": ("MatMul", "Attention", "Gather", "Gemm", "Conv"),
+}
+# fp16 keeps these in fp32: reductions and normalisations overflow or lose the most in float16.
+KEEP_FP32_OPS = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
+                 "Softmax", "ReduceMean", "ReduceSum", "Pow", "Sqrt", "Erf", "Exp", "Div",
+                 "TopK", "ArgMax")
+ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
+
+
+# The instruction-set features the int8 / int4 / fp16 kernels choose their paths by.
+_ISA = ("avx2", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
+        "amx_int8", "asimddp", "asimdhp", "fphp", "i8mm", "sve", "bf16")
+
+
+def cpu() -> dict[str, Any]:
+    """The build machine's CPU as the kernels see it (Linux ``/proc/cpuinfo`` flags): what a
+    quantized artifact's measured figures hold for. Another CPU may pick other kernels."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags.update(line.partition(":")[2].split())
+    return {"machine": platform.machine(), "isa": [f for f in _ISA if f in flags]}
+
+
+def samples(feeds: Sequence[Feeds], source: Path) -> Any:
+    """The calibration feeds (the model's inputs only) as a restartable reader: GPTQ
+    deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader
+
+    names = {i.name for i in onnx.load(str(source), load_external_data=False).graph.input}
+
+    class Samples(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
+            self.position = 0
+
+        def get_next(self) -> Feeds | None:
+            if self.position >= len(self.feeds):
+                return None
+            self.position += 1
+            return self.feeds[self.position - 1]
+
+        def rewind(self) -> None:
+            self.position = 0
+
+        def __iter__(self) -> Iterator[Feeds]:
+            return iter(self.feeds)
+
+    return Samples()
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """The quantizers log advice ("pre-processing", opset upgrades) on the root logger per call,
+    and ``matmul_nbits_quantizer`` runs ``logging.basicConfig(level=INFO)`` when imported:
+    imported here first, its handler and level are undone afterwards."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: F401
+
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():  # HQQ's torch.from_numpy on a read-only weight
+            warnings.simplefilter("ignore", UserWarning)
+            yield
+    finally:
+        root.setLevel(level)
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+
+
+def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
+          per_channel: bool, reduce_range: bool, algo: str, block_size: int, symmetric: bool,
+          keep_fp32_ops: Sequence[str], calibration: Sequence[Feeds], candidates: list[str],
+          exclude: Sequence[str] = (), only: Sequence[str] | None = None) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    skip = list(exclude) if only is None else [n for n in candidates if n not in only]
+    with _quiet():
+        if method == "int8-dynamic":
+            quantize_dynamic(source, target, op_types_to_quantize=list(op_types),
+                             per_channel=per_channel, reduce_range=reduce_range,
+                             weight_type=QuantType.QInt8, nodes_to_exclude=skip,
+                             extra_options={"MatMulConstBOnly": True})
+        elif method == "int8-static":
+            _static(source, target, op_types, per_channel, reduce_range, calibration, skip)
+        elif method == "int4":
+            _int4(source, target, op_types, algo, block_size, symmetric, calibration, skip)
+        elif method == "fp16":
+            _fp16(source, target, keep_fp32_ops, skip)
+        else:
+            raise ValueError(f"unknown quantization method {method!r}")
+
+
+def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bool,
+            reduce_range: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    # U8 activations, S8 weights: the combination onnxruntime's x86 int8 kernels are built for.
+    # The ranges depend on the source and the op types only, not on the nodes excluded: tuning's
+    # attempts on one source (a fresh build folder) calibrate once and reuse the cache.
+    cache = target.parent / f"{source.stem}.calibration.json"
+    quantize_static(source, target, samples(calibration, source),
+                    quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
+                    per_channel=per_channel, reduce_range=reduce_range,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    nodes_to_exclude=skip, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"MatMulConstBOnly": True}, calibration_cache_path=cache)
+
+
+def _nbits_class() -> Any:
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    class NBits(MatMulNBitsQuantizer):
+        """GPTQ's node table ignores ``nodes_to_exclude``: mark those nodes "fp32" in it (what
+        its RTN path does, and what GPTQ itself honours)."""
+
+        def _generate_q4_node_config(self) -> dict:
+            config = super()._generate_q4_node_config()
+            return {**config, **{name: "fp32" for name in self.nodes_to_exclude}}
+
+    return NBits
+
+
+def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
+          symmetric: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+
+    model = onnx.load(str(source))
+    ops = tuple(op_types)
+    if algo == "hqq":
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:  # onnxruntime's HQQ computes in torch
+            from onnx_lambda.build_model.errors import BuildError
+
+            raise BuildError("int4 --algo hqq needs torch: pip install -e '.[examples]' "
+                             "(or use --algo rtn / gptq)")
+        config: nbits.WeightOnlyQuantConfig = nbits.HQQWeightOnlyQuantConfig(
+            block_size=block_size, op_types_to_quantize=ops)
+    elif algo == "gptq":
+        config = nbits.GPTQWeightOnlyQuantConfig(
+            calibration_data_reader=samples(calibration, source),
+            block_size=block_size, op_types_to_quantize=ops)
+    else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
+        config = nbits.DefaultWeightOnlyQuantConfig(
+            block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
+            op_types_to_quantize=ops)
+    quantizer = _nbits_class()(
+        model, block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
+        nodes_to_exclude=skip, op_types_to_quantize=ops, algo_config=config)
+    with contextlib.redirect_stdout(io.StringIO()):  # GPTQ prints a progress bar
+        quantizer.process()
+    result = quantizer.model.model
+    for node in result.graph.node:  # HQQ and GPTQ do not take the accuracy level themselves
+        if node.op_type == "MatMulNBits" and not any(a.name == "accuracy_level"
+                                                      for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("accuracy_level", ACCURACY_LEVEL))
+    onnx.save(result, str(target))
+
+
+def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[str]) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
+
+    from onnx_lambda.build_model import graph_math
+
+    model = onnx.load(str(source))
+    # The pipeline math build-model appended (pooling, normalisation, softmax) stays fp32 as a
+    # whole: the converter would cast between its nodes, and its tiny clip constants (1e-9,
+    # 1e-12) vanish in float16 (0 / 0 for a row the mask empties). So the core is converted
+    # alone, its tensors the math reads made outputs (fp32 at the edge), and the math put back.
+    appended = [n for n in model.graph.node if n.name.startswith(graph_math.PREFIX)]
+    produced = {o for n in appended for o in n.output}
+    used = {i for n in appended for i in n.input}
+    math_inits = [t for t in model.graph.initializer if t.name in used
+                  and not any(t.name in n.input for n in model.graph.node
+                              if n not in appended)]
+    outputs = list(model.graph.output)
+    core_outputs = {o for n in model.graph.node if n not in appended for o in n.output} \
+        & used - produced
+    for node in appended:
+        model.graph.node.remove(node)
+    for tensor in math_inits:
+        model.graph.initializer.remove(tensor)
+    del model.graph.output[:]
+    model.graph.output.extend([o for o in outputs if o.name not in produced] + [
+        onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+        for name in sorted(core_outputs)])
+    model = convert_float_to_float16(
+        model, keep_io_types=True, op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST,
+                                                         *keep_fp32_ops}),
+        node_block_list=skip)
+    model.graph.node.extend(appended)
+    model.graph.initializer.extend(math_inits)
+    del model.graph.output[:]
+    model.graph.output.extend(outputs)
+    onnx.save(model, str(target))

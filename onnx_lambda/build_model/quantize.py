@@ -1,0 +1,280 @@
+"""Step 3 (optional): quantization by one of the menu's methods (``quant_methods``), tuned
+against the accuracy gate.
+
+Default (``int8-dynamic``): weights quantized offline, activations at run time (no calibration
+data needed), per-channel weights, and only MatMuls whose second input is a constant weight (two
+activations multiplied together, as in attention scores, lose the most from quantization).
+
+Every method goes through the same tuning: if the fully quantized model fails the gate, tuning
+keeps the most sensitive nodes in fp32: each candidate node is quantized alone and ranked by how
+much it hurts, then the 1, 2, 4, 8, … worst are excluded until the gate passes or
+``max_fp32_nodes`` (at most every candidate) is reached: at most one ranking pass plus
+log2(budget) + 2 attempts, then a clear failure.
+``QuantizeResult.counts`` says what became of each candidate, as read back from the quantized
+file, and ``QuantizeResult.graph`` counts every node of that file by precision and op type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
+
+from onnx_lambda.build_model import quant_methods
+from onnx_lambda.build_model.errors import (
+    AccuracyGateError,
+    BuildError,
+    NothingToQuantizeError,
+    QuantizeError,
+)
+from onnx_lambda.build_model.gate import Accuracy, Feeds, Thresholds
+
+
+@dataclass(frozen=True)
+class QuantizeSettings:
+    method: str = "int8-dynamic"  # one of quant_methods.METHODS
+    op_types: tuple[str, ...] = ("MatMul", "Attention")
+    per_channel: bool = True
+    reduce_range: bool = False
+    exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
+    max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
+    algo: str = "rtn"  # int4: rtn | hqq | gptq
+    block_size: int = 32  # int4: weights per block along K (a power of two ≥ 16)
+    symmetric: bool = False  # int4 rtn: no zero point
+    keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
+
+    @property
+    def label(self) -> str:
+        return f"int4 {self.algo}" if self.method == "int4" else self.method
+
+    def applied(self) -> dict[str, object]:
+        """The settings that shaped this method's result (for the manifest)."""
+        if self.method == "int4":
+            return {"algo": self.algo, "block_size": self.block_size,
+                    "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
+        if self.method == "fp16":
+            return {"keep_fp32_ops": list(self.keep_fp32_ops)}
+        return {"per_channel": self.per_channel}
+
+
+@dataclass
+class QuantizeResult:
+    accuracy: Accuracy
+    excluded: tuple[str, ...]
+    attempts: list[tuple[int, Accuracy]] = field(default_factory=list)
+    # op type → nodes, as found in the quantized file: {"quantized": {...}, "fp32": {...}}
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    # precision ("int8", "int8 (qdq)", "int4", "fp16", "fp32") → op type → nodes, whole graph
+    graph: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def quantized(self) -> int:
+        return sum(self.counts.get("quantized", {}).values())
+
+
+Evaluate = Callable[[Path], Accuracy]
+
+
+def quantize(source: Path, target: Path, settings: QuantizeSettings, names: list[str],
+             exclude: Sequence[str] = (), only: Sequence[str] | None = None,
+             calibration: Sequence[Feeds] = ()) -> None:
+    quant_methods.apply(
+        settings.method, source, target, op_types=op_types(settings),
+        per_channel=settings.per_channel, reduce_range=settings.reduce_range, algo=settings.algo,
+        block_size=settings.block_size, symmetric=settings.symmetric,
+        keep_fp32_ops=settings.keep_fp32_ops, calibration=calibration, candidates=names,
+        exclude=exclude, only=only)
+
+
+def op_types(settings: QuantizeSettings) -> tuple[str, ...]:
+    """The settings' op types this method can quantize."""
+    supported = quant_methods.SUPPORTED_OPS.get(settings.label,
+                                                quant_methods.SUPPORTED_OPS[settings.method])
+    return tuple(op for op in settings.op_types if op in supported)
+
+
+def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:
+    """Nodes dynamic quantization would touch: the op types asked for, with a constant weight
+    (a Gather's table is its first input, a MatMul's weight its second): an initializer, or a
+    ``Constant`` node's tensor (``tune`` makes those initializers first)."""
+    weights = {init.name for init in model.graph.initializer} | set(_constant_tensors(model))
+    return [node.name for node in model.graph.node
+            if node.op_type in op_types and node.name and len(node.input) > 1
+            and node.input[_weight_index(node)] in weights]
+
+
+def _weight_index(node: onnx.NodeProto) -> int:
+    return 0 if node.op_type == "Gather" else 1
+
+
+def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
+    return {node.output[0]: node for node in model.graph.node if node.op_type == "Constant"
+            and len(node.attribute) == 1 and node.attribute[0].name == "value"}
+
+
+def weights_as_initializers(model: onnx.ModelProto, names: list[str]) -> int:
+    """Move the ``Constant`` tensors that are the weights of nodes ``names`` into initializers
+    (exporters such as paddle2onnx write weights as Constant nodes, which the quantizer does
+    not treat as weights). Same graph meaning; returns how many moved."""
+    constants = _constant_tensors(model)
+    wanted = {node.input[_weight_index(node)] for node in model.graph.node if node.name in names}
+    moved = [constants[name] for name in wanted if name in constants]
+    for node in moved:
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(node.attribute[0].t)
+        tensor.name = node.output[0]
+        model.graph.initializer.append(tensor)
+        model.graph.node.remove(node)
+    return len(moved)
+
+
+def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evaluate,
+         limits: Thresholds, on_attempt: Callable[[str], None] = lambda _: None,
+         calibration: Sequence[Feeds] = ()) -> QuantizeResult:
+    """Quantize ``source`` into ``target`` so that ``evaluate(target)`` passes ``limits``;
+    ``calibration``: the feeds int8-static and int4 gptq calibrate on."""
+    model = onnx.load(str(source))
+    unnamed = [node for node in model.graph.node if not node.name]
+    for index, node in enumerate(unnamed):  # exclusions and counts go by node name
+        node.name = f"{node.op_type}.unnamed.{index}"
+    ops = op_types(settings)
+    names = candidates(model, ops)
+    if not names:
+        wanted = "/".join(ops) or "/".join(settings.op_types)
+        supported = ", ".join(quant_methods.SUPPORTED_OPS.get(
+            settings.label, quant_methods.SUPPORTED_OPS[settings.method]))
+        present = ", ".join(sorted({n.op_type for n in model.graph.node})[:12])
+        raise NothingToQuantizeError(
+            f"{source.name}: nothing to quantize with {settings.label}: no {wanted} node with a "
+            f"constant weight (the graph has {present}; {settings.label} quantizes "
+            f"{supported}). Build without --quantize, or name other op types with "
+            "--quantize-ops (e.g. Gather for embedding tables).")
+    op_of = {node.name: node.op_type for node in model.graph.node}
+    if weights_as_initializers(model, names) or unnamed:
+        source = target.with_name(f"{target.stem}.weights.onnx")
+        onnx.save(model, str(source))
+    excluded = tuple(n for n in settings.exclude if n in names)
+    attempts: list[tuple[int, Accuracy]] = []
+
+    def run(path: Path, exclude: Sequence[str] = (), only: Sequence[str] | None = None
+            ) -> Accuracy:
+        try:
+            quantize(source, path, settings, names, exclude, only, calibration)
+        except BuildError:
+            raise
+        except Exception as exc:  # a third-party quantizer's own refusal (NotImplemented, assert)
+            raise QuantizeError(f"{settings.label} cannot quantize this model "
+                                f"({type(exc).__name__}: {str(exc)[:300]}); try another "
+                                "--quantize method, or build without --quantize.") from exc
+        try:
+            return evaluate(path)
+        except (ort_errors.Fail, ort_errors.InvalidGraph, ort_errors.InvalidArgument,
+                ort_errors.NotImplemented, ort_errors.RuntimeException) as exc:
+            path.unlink(missing_ok=True)
+            raise QuantizeError(f"{settings.label} wrote a model onnxruntime cannot run here "
+                                f"({str(exc).splitlines()[0][:300]}); try another --quantize "
+                                "method, or build without --quantize.") from exc
+
+    def attempt(exclude: tuple[str, ...]) -> Accuracy:
+        accuracy = run(target, exclude)
+        attempts.append((len(exclude), accuracy))
+        on_attempt(f"{len(exclude)} node(s) kept fp32: {accuracy.describe()}")
+        return accuracy
+
+    def passed(accuracy: Accuracy, exclude: tuple[str, ...]) -> QuantizeResult:
+        result = onnx.load(str(target), load_external_data=False)
+        return QuantizeResult(accuracy, exclude, attempts, _counts(result, names, op_of),
+                              precisions(result))
+
+    accuracy = attempt(excluded)
+    if not accuracy.failures(limits):
+        return passed(accuracy, excluded)
+    budget = min(settings.max_fp32_nodes, len(names))
+    if budget > len(excluded):
+        on_attempt(f"ranking {len(names)} nodes by sensitivity")
+        # Most harmful first: each node quantized alone, ranked by min then mean cosine.
+        scores = {name: run(target, only=(name,)).score() for name in names}
+        ranked = [n for n in sorted(names, key=lambda n: scores[n]) if n not in excluded]
+        for extra in _sizes(budget - len(excluded)):
+            trial = excluded + tuple(ranked[:extra])
+            accuracy = attempt(trial)
+            if not accuracy.failures(limits):
+                return passed(accuracy, trial)
+    target.unlink(missing_ok=True)
+    lines = "\n".join(f"  {kept:3d} node(s) kept fp32: {acc.describe()}" for kept, acc in attempts)
+    raise AccuracyGateError(
+        f"{settings.label} fails the accuracy gate ({'; '.join(accuracy.failures(limits))}) "
+        f"with up to {budget} of {len(names)} nodes kept in fp32.\n"
+        f"Attempts:\n{lines}\nTry another --quantize method, a larger --max-fp32-nodes, "
+        "--quantize-ops MatMul, looser --min-cosine/--min-cosine-floor, or build without "
+        "--quantize.")
+
+
+def _sizes(budget: int) -> list[int]:
+    """1, 2, 4, … up to ``budget``, which is always the last (so the search ends there)."""
+    sizes = [1 << i for i in range(budget.bit_length()) if 1 << i < budget]
+    return [*sizes, budget] if budget > 0 else []
+
+
+def _counts(result: onnx.ModelProto, names: list[str], op_of: dict[str, str]
+            ) -> dict[str, dict[str, int]]:
+    """A candidate still in the file under its name and op type, computing in fp32, stayed
+    fp32; the others were replaced by quantized operators or now compute quantized."""
+    graph = precisions(result, by_node=True)
+    counts: dict[str, dict[str, int]] = {"quantized": {}, "fp32": {}}
+    for name in names:
+        kept = graph.get(name) == (op_of[name], "fp32")
+        side = counts["fp32" if kept else "quantized"]
+        side[op_of[name]] = side.get(op_of[name], 0) + 1
+    return counts
+
+
+_INT8_OPS = {"MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul", "DynamicQuantizeLinear",
+             "QAttention", "QGemm", "QLinearMatMul", "QLinearConv", "QLinearAdd", "QLinearMul",
+             "DynamicQuantizeLSTM", "QEmbedLayerNormalization"}
+_QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
+_BLOCK_OPS = {"MatMulNBits", "GatherBlockQuantized"}
+
+
+def precisions(model: onnx.ModelProto, *, by_node: bool = False) -> dict:
+    """Every node of ``model`` by the precision it computes in → op type → count (or, with
+    ``by_node``, node name → (op type, precision)): int8 (quantized operators), int8 (qdq)
+    (fed by a DequantizeLinear: onnxruntime fuses the pair into an int8 kernel where it has
+    one), intN (block-quantized weights), int8 also for a node reading an int8 initializer
+    (dynamic quantization's Gather), fp16 (touches a float16 tensor), fp32 (the rest)."""
+    fp16 = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
+    # A Gather on a quantized table reads int8 weights directly (a DequantizeLinear follows).
+    int8 = {t.name for t in model.graph.initializer
+            if t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
+    dequantized: set[str] = set()
+    table: dict[str, tuple[str, str]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for index, node in enumerate(model.graph.node):
+        if node.op_type in _BLOCK_OPS:  # packed uint8 blocks: checked before int8 tables
+            bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
+            precision = f"int{bits}"
+        elif node.op_type in _INT8_OPS or (node.op_type not in _QDQ_OPS
+                                           and int8.intersection(node.input)):
+            precision = "int8"
+        elif node.op_type in _QDQ_OPS or dequantized.intersection(node.input):
+            precision = "int8 (qdq)"
+        elif node.op_type == "Cast":
+            to_half = any(a.name == "to" and a.i == onnx.TensorProto.FLOAT16
+                          for a in node.attribute)
+            precision = "fp16" if to_half else "fp32"
+            if to_half:
+                fp16.update(node.output)
+        elif fp16.intersection(node.input):
+            precision = "fp16"
+            fp16.update(node.output)
+        else:
+            precision = "fp32"
+        if node.op_type == "DequantizeLinear":
+            dequantized.update(node.output)
+        table[node.name or f"#{index}"] = (node.op_type, precision)
+        ops = counts.setdefault(precision, {})
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    return table if by_node else counts

@@ -1,0 +1,45 @@
+"""A copy-paste ``curl`` for a model folder's example (what ``scripts/run`` prints).
+
+An inline example is posted as simple JSON to ``/predict``; an ``example_file`` is written to a
+request file under the temporary folder and posted as ``.npy`` (one input) or as an Open
+Inference Protocol V2 binary request (several inputs) to ``/v2/models/NAME/infer``.
+
+Usage: ``python -m onnx_lambda.build_model.request MODEL_FOLDER URL``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from handler.manifest import Manifest
+from onnx_lambda.client.wire import HEADER_LENGTH, npy_bytes, v2_request
+
+
+def curl(folder: Path, url: str) -> str:
+    manifest = Manifest.load(folder)
+    if manifest.example_file is None:
+        body = json.dumps({"inputs": manifest.example}, separators=(",", ":"))
+        return f"curl -si {url}/predict -H 'content-type: application/json' -d '{body}'"
+    with np.load(folder / manifest.example_file, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    target = Path(tempfile.gettempdir()) / f"onnx-lambda-example-{manifest.name}"
+    if len(arrays) == 1:
+        target.with_suffix(".npy").write_bytes(npy_bytes(next(iter(arrays.values()))))
+        return (f"curl -si {url}/predict -H 'content-type: application/x-npy' "
+                f"--data-binary @{target.with_suffix('.npy')}")
+    # binary tensors in, a JSON answer out (readable in the terminal)
+    body, headers = v2_request(arrays, binary=True, binary_outputs=False)
+    target.with_suffix(".bin").write_bytes(body)
+    return (f"curl -si {url}/v2/models/{manifest.name}/infer "
+            f"-H 'content-type: {headers['content-type']}' "
+            f"-H '{HEADER_LENGTH}: {headers[HEADER_LENGTH]}' "
+            f"--data-binary @{target.with_suffix('.bin')}")
+
+
+if __name__ == "__main__":
+    print(curl(Path(sys.argv[1]), sys.argv[2]))
