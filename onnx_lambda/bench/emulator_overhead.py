@@ -64,8 +64,7 @@ def warm_latency(subject: Subject, requests: int, memory_mb: int) -> dict[str, A
             stack.enter_context(reference)
             urls[RIE] = reference.url + "/2015-03-31/functions/function/invocations"
             bodies[RIE] = event
-        assert server.proc is not None
-        emulator = psutil.Process(server.proc.pid)
+        emulator = psutil.Process(server.process.pid)
         cpu_before = sum(emulator.cpu_times()[:2])
         warmup = max(1, requests // 10)
         samples = http_load.measure(urls, bodies, concurrency=1, requests=requests,

@@ -23,7 +23,8 @@ Programmatic use (what ``onnx-lambda bench`` builds on)::
 
 or from asyncio: ``await emu.start()``, ``await emu.invoke(...)``, ``await emu.stop()``.
 To run it as a separate process, start ``onnx-lambda serve --port 0`` and read the
-``READY http://HOST:PORT`` line it prints on stdout (:func:`start_server_process`).
+``READY http://HOST:PORT`` line it prints on stdout
+(:func:`onnx_lambda.server_process.start_server_process` does both).
 
 Modules: ``template`` / ``intrinsics`` (read a SAM template), ``http11`` / ``http_conn`` /
 ``http_types`` (the HTTP/1.1 server every socket uses, one connection with its limits, the
@@ -32,8 +33,7 @@ ids), ``environment`` (one child process), ``limits`` (CPU share, memory, AWS's 
 quotas), ``pool``
 (scheduling), ``apigw`` (API Gateway events and response mapping), ``http_front`` (routes,
 Function URLs), ``invoke_api`` (Lambda's Invoke API), ``report`` (records, REPORT lines),
-``server`` (:class:`Emulator`), ``process`` (subprocess helper), ``commands`` (CLI),
-``bench`` (the emulator's own benchmark).
+``server`` (:class:`Emulator`), ``commands`` (CLI).
 """
 
 from __future__ import annotations
@@ -46,9 +46,7 @@ _EXPORTS = {
     "Emulator": "server",
     "InvocationRecord": "report",
     "InvokeResult": "pool",
-    "ServerProcess": "process",
     "Throttled": "pool",
-    "start_server_process": "process",
 }
 __all__ = sorted(_EXPORTS)
 

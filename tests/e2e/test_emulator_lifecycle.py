@@ -17,8 +17,9 @@ from typing import Any
 import psutil
 import pytest
 
-from onnx_lambda.emulator import Emulator, start_server_process
+from onnx_lambda.emulator import Emulator
 from onnx_lambda.emulator.template import RouteSpec, TemplateSpec, load_template
+from onnx_lambda.server_process import start_server_process
 from tests.e2e import emulator_support
 from tests.e2e.emulator_support import TEMPLATE, call, lambda_client
 

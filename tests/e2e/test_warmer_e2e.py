@@ -6,12 +6,7 @@ after warming N, N concurrent requests meet no cold start, and the report says N
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from onnx_lambda import server_process
 from onnx_lambda.ports import free_port
 from onnx_lambda.warm.commands import client_for
 from tests.support import models
@@ -31,18 +27,6 @@ pytestmark = pytest.mark.e2e
 N = 3
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"onnx-lambda serve exited with {process.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"onnx-lambda serve did not listen on {port} within {timeout_s} s")
-
-
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
@@ -51,23 +35,13 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                  f"ModelPath={model}")
     # The WarmerFunction running inside the emulator calls back into it, as boto3 would call
     # Lambda: the emulator passes these through to its environments.
-    env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     command = [str(Path(sys.executable).with_name("onnx-lambda")), "serve",
                "--template", "template.yaml", "--port", str(port),
                "--parameter-overrides", overrides, "--concurrency", str(N + 1), "--quiet"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # never leave the emulator or its environments behind
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
+    with server_process.start(command, cwd=ROOT, env=env) as server:
+        yield server.url
 
 
 def predict(endpoint: str) -> tuple[int, str]:

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from onnx_lambda.emulator.limits import PeakRss
-from onnx_lambda.emulator.process import start_server_process
+from onnx_lambda.server_process import start_server_process
 from tests.support.raw_http import Reader, connect, request
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "e2e" / "handlers" / "template.yaml"
@@ -139,7 +138,7 @@ def _ms(value: float) -> float:
 @contextlib.contextmanager
 def _server() -> Iterator[tuple[int, int]]:
     with start_server_process(["--template", str(TEMPLATE), "--quiet", "--cpu-limit", "off",
-                               "--provisioned", "0"], stderr=subprocess.DEVNULL) as server:
+                               "--provisioned", "0"]) as server:
         yield int(urlsplit(server.url).port or 0), server.process.pid
 
 
