@@ -12,7 +12,7 @@ COMMAND_MODULES = (
     "onnx_lambda.build_model.commands",  # build-model, inspect
     "onnx_lambda.bench.commands",  # bench, tune, simulate
     "onnx_lambda.warm.commands",  # warm
-    "onnx_lambda.deploy_config",  # deploy-config
+    "onnx_lambda.deploy.commands",  # deploy-config
     "onnx_lambda.client.commands",  # probe
 )
 

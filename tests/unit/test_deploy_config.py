@@ -12,7 +12,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from onnx_lambda import cli
-from onnx_lambda.deploy_config import (
+from onnx_lambda.deploy.shipped_model import (
     DOCKERFILE,
     MAKEFILE,
     SAMCONFIG,

@@ -1,6 +1,5 @@
-"""``onnx-lambda deploy-config models/NAME``: make NAME the model ``sam build && sam deploy`` ships.
-
-Every place that names the shipped model is set to NAME, in place:
+"""The model ``sam build && sam deploy`` ships: read it from, and set it in, every file that
+names it (``onnx-lambda deploy-config``; ``commands`` is its CLI).
 
 - ``template.yaml``: ``Metadata.DockerBuildArgs.MODEL`` of ``InferenceFunction`` and
   ``InferenceManagedFunction`` (what the images copy) and the ``ModelPath`` parameter's
@@ -14,15 +13,14 @@ The edits are targeted line edits: only the value changes, comments and layout s
 byte. (ruamel.yaml and tomlkit come only with aws-sam-cli, not with this tool's own
 dependencies, and a YAML round trip re-flows CloudFormation's folded strings and flow
 mappings.) Each file is parsed back afterwards and must say exactly what was meant, everything
-else unchanged; otherwise every file is restored and the command fails.
+else unchanged; otherwise every file is restored and the edit fails.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import re
 import shlex
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -44,39 +42,11 @@ class DeployConfigError(Exception):
     """The model or a file cannot be used; the message says what to do."""
 
 
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "deploy-config", help="make a built model the one `sam build && sam deploy` ships",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", type=Path, help="a model folder: models/NAME (build-model -o)")
-    parser.add_argument("--root", type=Path, default=Path("."),
-                        help="the project root holding template.yaml (default: .)")
-    parser.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
+def needs_text_requirements(root: Path, name: str) -> bool:
+    """Model NAME's pipeline is text-embedding but the image does not install tokenizers."""
     try:
-        name = model_name(args.root, args.model)
-        changed = apply(args.root, name)
-    except DeployConfigError as error:
-        print(f"onnx-lambda deploy-config: {error}", file=sys.stderr)
-        return 2
-    for path in changed:
-        print(f"  {path}: model {name}")
-    print(f"{'set' if changed else 'already set'}: models/{name} is what "
-          "`sam build && sam deploy` ships")
-    if _needs_text_requirements(args.root, name):
-        print("note: this model's pipeline is text-embedding: add `EXTRA_REQUIREMENTS: "
-              f"requirements-text.txt` beside `MODEL: {name}` under DockerBuildArgs in "
-              f"{TEMPLATE} (the tokenizers package)", file=sys.stderr)
-    return 0
-
-
-def _needs_text_requirements(root: Path, name: str) -> bool:
-    import json
-
-    try:
-        pipeline = json.loads((root / "models" / name / "model.json").read_text()).get("pipeline")
+        manifest = json.loads((root / "models" / name / "model.json").read_text())
+        pipeline = manifest.get("pipeline")
     except (OSError, ValueError, AttributeError):
         return False
     build_args = _get(load_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])

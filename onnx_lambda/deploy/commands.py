@@ -1,0 +1,51 @@
+"""``onnx-lambda deploy-config models/NAME``: make NAME the model ``sam build && sam deploy`` ships.
+
+Every place that names the shipped model is set to NAME, in place: ``template.yaml`` (both
+image functions' ``DockerBuildArgs.MODEL`` and the ``ModelPath`` parameter's default),
+``handler/Dockerfile`` (``ARG MODEL``), ``layers/Makefile`` (``MODEL ?=``) and every
+``parameter_overrides`` of ``samconfig.toml``. Only the value changes: comments and layout stay
+byte for byte. Each file is parsed back afterwards and must say exactly what was meant,
+everything else unchanged; otherwise every file is restored and the command fails (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "deploy-config", help="make a built model the one `sam build && sam deploy` ships",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", type=Path, help="a model folder: models/NAME (build-model -o)")
+    parser.add_argument("--root", type=Path, default=Path("."),
+                        help="the project root holding template.yaml (default: .)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnx_lambda.deploy.shipped_model import (
+        TEMPLATE,
+        DeployConfigError,
+        apply,
+        model_name,
+        needs_text_requirements,
+    )
+
+    try:
+        name = model_name(args.root, args.model)
+        changed = apply(args.root, name)
+    except DeployConfigError as error:
+        print(f"onnx-lambda deploy-config: {error}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(f"  {path}: model {name}")
+    print(f"{'set' if changed else 'already set'}: models/{name} is what "
+          "`sam build && sam deploy` ships")
+    if needs_text_requirements(args.root, name):
+        print("note: this model's pipeline is text-embedding: add `EXTRA_REQUIREMENTS: "
+              f"requirements-text.txt` beside `MODEL: {name}` under DockerBuildArgs in "
+              f"{TEMPLATE} (the tokenizers package)", file=sys.stderr)
+    return 0
