@@ -19,8 +19,9 @@ from onnx_lambda.ports import free_port
 pytestmark = pytest.mark.e2e
 
 
-def python(code: str) -> list[str]:
-    return [sys.executable, "-c", code]
+def python(*lines: str) -> list[str]:
+    """This interpreter running ``lines`` (a small stand-in server)."""
+    return [sys.executable, "-c", "\n".join(lines)]
 
 
 def gone(pid: int) -> bool:
@@ -32,11 +33,10 @@ def gone(pid: int) -> bool:
 
 def test_ready_on_a_complete_ready_line_with_its_url_and_output() -> None:
     # the line arrives in two writes: half a line is not ready yet
-    code = ("import sys, time\n"
-            "print('booting', file=sys.stderr, flush=True)\n"
-            "sys.stdout.write('READY http://127.0.0.1:12'); sys.stdout.flush(); time.sleep(0.3)\n"
-            "print('34', flush=True); time.sleep(60)\n")
-    server = server_process.start(python(code), timeout_s=20)
+    server = server_process.start(python(
+        "import sys, time", "print('booting', file=sys.stderr, flush=True)",
+        "sys.stdout.write('READY http://127.0.0.1:12'); sys.stdout.flush(); time.sleep(0.3)",
+        "print('34', flush=True); time.sleep(60)"), timeout_s=20)
     files = Path(server.files.name)
     try:
         assert server.url == "http://127.0.0.1:1234"
@@ -48,35 +48,36 @@ def test_ready_on_a_complete_ready_line_with_its_url_and_output() -> None:
 
 def test_ready_when_the_given_port_accepts() -> None:
     port = free_port()
-    code = ("import socket, time\ntime.sleep(0.3)\n"
-            f"s = socket.create_server(('127.0.0.1', {port}))\ntime.sleep(60)\n")
-    with server_process.start(python(code), port=port, timeout_s=20) as server:
+    child = python("import socket, time", "time.sleep(0.3)",
+                  f"s = socket.create_server(('127.0.0.1', {port}))", "time.sleep(60)")
+    with server_process.start(child, port=port, timeout_s=20) as server:
         assert server.url == f"http://127.0.0.1:{port}"
         assert server.process.poll() is None
     assert server.process.returncode == -signal.SIGTERM
 
 
 def test_exit_before_ready_is_an_error_with_its_stderr() -> None:
-    code = "import sys\nprint('bad template', file=sys.stderr)\nsys.exit(3)\n"
+    child = python("import sys", "print('bad template', file=sys.stderr)", "sys.exit(3)")
     with pytest.raises(RuntimeError, match=r"exited with 3: .*bad template"):
-        server_process.start(python(code), timeout_s=20)
+        server_process.start(child, timeout_s=20)
 
 
 def test_never_ready_is_an_error_and_the_child_is_stopped(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    code = (f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-            "time.sleep(60)\n")
+    child = python("import os, time", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))",
+                  "time.sleep(60)")
     with pytest.raises(RuntimeError, match=r"not ready within 3 s"):
-        server_process.start(python(code), timeout_s=3)
+        server_process.start(child, timeout_s=3)
     assert gone(int(pid_file.read_text()))
 
 
 def test_stop_kills_a_child_that_ignores_sigterm_and_its_whole_group() -> None:
-    code = ("import signal, subprocess, sys, time\n"
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            "print(f'READY http://127.0.0.1:1/{child.pid}', flush=True); time.sleep(60)\n")
-    server = server_process.start(python(code), timeout_s=20)
+    # the grandchild's pid comes back in the READY line
+    server = server_process.start(python(
+        "import signal, subprocess, sys, time", "signal.signal(signal.SIGTERM, signal.SIG_IGN)",
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])",
+        "print(f'READY http://127.0.0.1:1/{child.pid}', flush=True); time.sleep(60)"),
+        timeout_s=20)
     grandchild = int(server.url.rsplit("/", 1)[1])
     assert os.getpgid(grandchild) == server.process.pid  # its own group, with what it started
     assert server.stop(timeout_s=0.5) == -signal.SIGKILL
