@@ -10,11 +10,9 @@ carrying that text; on an init error the RIE answers HTTP 502 where Lambda's Inv
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -22,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from onnx_lambda import server_process
 from onnx_lambda.bench.servers import rie_binary
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.ports import free_port
@@ -37,32 +36,23 @@ RIE = rie_binary()
 def rie() -> Iterator[Callable[[str, bytes], tuple[int, bytes]]]:
     """``rie(handler, payload)`` -> (HTTP status, body) from a fresh RIE running ``handler``."""
     assert RIE is not None, "no runnable RIE (it ships in aws-sam-cli)"
-    processes: list[subprocess.Popen[bytes]] = []
+    with contextlib.ExitStack() as servers:
 
-    def invoke(handler: str, payload: bytes) -> tuple[int, bytes]:
-        port = free_port()
-        process = subprocess.Popen(
-            [str(RIE), "--runtime-interface-emulator-address", f"127.0.0.1:{port}",
-             sys.executable, "-m", "awslambdaric", handler],
-            cwd=HANDLERS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(HANDLERS), "AWS_LAMBDA_FUNCTION_TIMEOUT": "1"})
-        processes.append(process)
-        url = f"http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"
-        deadline = time.monotonic() + 20
-        while True:
+        def invoke(handler: str, payload: bytes) -> tuple[int, bytes]:
+            port = free_port()
+            server = servers.enter_context(server_process.start(
+                [str(RIE), "--runtime-interface-emulator-address", f"127.0.0.1:{port}",
+                 sys.executable, "-m", "awslambdaric", handler], port=port, cwd=HANDLERS,
+                env={"PYTHONPATH": str(HANDLERS), "AWS_LAMBDA_FUNCTION_TIMEOUT": "1"},
+                timeout_s=20))
+            url = f"{server.url}/2015-03-31/functions/function/invocations"
             try:
                 with urllib.request.urlopen(url, data=payload, timeout=30) as response:
                     return response.status, response.read()
             except urllib.error.HTTPError as error:
                 return error.code, error.read()
-            except urllib.error.URLError:
-                assert time.monotonic() < deadline, "RIE did not start"
-                time.sleep(0.05)
 
-    yield invoke
-    for process in processes:
-        process.kill()
-        process.wait()
+        yield invoke
 
 
 def ours(emu: Emulator, function: str, payload: bytes) -> tuple[str | None, bytes]:
