@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from onnx_lambda.build.quant_methods import ALGOS, METHODS
+from onnx_lambda.build.quant_methods import ALGOS, CALIBRATED, METHODS, label
 
 if TYPE_CHECKING:
     from onnx_lambda.build.builder import BuildReport
@@ -150,8 +150,8 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
     import numpy as np
 
-    if args.quantize not in ("int8-static", "int4", "auto") or (
-            args.quantize == "int4" and args.algo != "gptq"):
+    if args.quantize != "auto" and (args.quantize is None
+                                    or label(args.quantize, args.algo) not in CALIBRATED):
         raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
                           "--algo gptq (the other methods do not calibrate)")
     try:
@@ -264,7 +264,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {escape(str(args.model))}: no such file or folder")
         return 2
     try:
-        summary = inspect.summarize(args.model)
+        summary = inspect.summarize(*inspect.load(args.model))
     except BuildError as exc:
         console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
         return exc.exit_code

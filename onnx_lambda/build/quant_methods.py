@@ -29,7 +29,9 @@ if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers loa
     from onnx_lambda.build.gate import Feeds
 
 METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
-ALGOS = ("rtn", "hqq", "gptq")
+ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
+# The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
+CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
 SUPPORTED_OPS = {
     "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
@@ -44,6 +46,25 @@ KEEP_FP32_OPS = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLaye
                  "Softmax", "ReduceMean", "ReduceSum", "Pow", "Sqrt", "Erf", "Exp", "Div",
                  "TopK", "ArgMax")
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
+
+
+def label(method: str, algo: str | None = None) -> str:
+    """How a method is named in reports and tables: ``int4 ALGO`` for int4, else the method."""
+    return f"int4 {algo or ALGOS[0]}" if method == "int4" else method
+
+
+def supported_ops(method: str, algo: str | None = None) -> tuple[str, ...]:
+    """The op types a method (and int4 algorithm) can quantize."""
+    return SUPPORTED_OPS.get(label(method, algo), SUPPORTED_OPS[method])
+
+
+def missing_package(method: str, algo: str | None = None) -> str | None:
+    """The package a method needs that is not installed (onnxruntime's HQQ computes in torch)."""
+    import importlib.util
+
+    if label(method, algo) == "int4 hqq" and importlib.util.find_spec("torch") is None:
+        return "torch"
+    return None
 
 
 # The instruction-set features the int8 / int4 / fp16 kernels choose their paths by.
@@ -65,17 +86,14 @@ def cpu() -> dict[str, Any]:
     return {"machine": platform.machine(), "isa": [f for f in _ISA if f in flags]}
 
 
-def samples(feeds: Sequence[Feeds], source: Path) -> Any:
-    """The calibration feeds (the model's inputs only) as a restartable reader: GPTQ
-    deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
-    import onnx
+def samples(feeds: Sequence[Feeds]) -> Any:
+    """The calibration feeds (already restricted to the model's inputs) as a restartable
+    reader: GPTQ deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
     from onnxruntime.quantization import CalibrationDataReader
-
-    names = {i.name for i in onnx.load(str(source), load_external_data=False).graph.input}
 
     class Samples(CalibrationDataReader):
         def __init__(self) -> None:
-            self.feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
+            self.feeds = list(feeds)
             self.position = 0
 
         def get_next(self) -> Feeds | None:
@@ -144,7 +162,7 @@ def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bo
     # The ranges depend on the source and the op types only, not on the nodes excluded: tuning's
     # attempts on one source (a fresh build folder) calibrate once and reuse the cache.
     cache = target.parent / f"{source.stem}.calibration.json"
-    quantize_static(source, target, samples(calibration, source),
+    quantize_static(source, target, samples(calibration),
                     quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
                     per_channel=per_channel, reduce_range=reduce_range,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
@@ -174,9 +192,7 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
     model = onnx.load(str(source))
     ops = tuple(op_types)
     if algo == "hqq":
-        import importlib.util
-
-        if importlib.util.find_spec("torch") is None:  # onnxruntime's HQQ computes in torch
+        if missing_package("int4", algo):
             from onnx_lambda.build.errors import BuildError
 
             raise BuildError("int4 --algo hqq needs torch: pip install -e '.[examples]' "
@@ -185,7 +201,7 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
             block_size=block_size, op_types_to_quantize=ops)
     elif algo == "gptq":
         config = nbits.GPTQWeightOnlyQuantConfig(
-            calibration_data_reader=samples(calibration, source),
+            calibration_data_reader=samples(calibration),
             block_size=block_size, op_types_to_quantize=ops)
     else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
         config = nbits.DefaultWeightOnlyQuantConfig(
@@ -208,36 +224,9 @@ def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[s
     import onnx
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
-    from onnx_lambda.build import graph_math
-
-    model = onnx.load(str(source))
-    # The pipeline math build-model appended (pooling, normalisation, softmax) stays fp32 as a
-    # whole: the converter would cast between its nodes, and its tiny clip constants (1e-9,
-    # 1e-12) vanish in float16 (0 / 0 for a row the mask empties). So the core is converted
-    # alone, its tensors the math reads made outputs (fp32 at the edge), and the math put back.
-    appended = [n for n in model.graph.node if n.name.startswith(graph_math.PREFIX)]
-    produced = {o for n in appended for o in n.output}
-    used = {i for n in appended for i in n.input}
-    math_inits = [t for t in model.graph.initializer if t.name in used
-                  and not any(t.name in n.input for n in model.graph.node
-                              if n not in appended)]
-    outputs = list(model.graph.output)
-    core_outputs = {o for n in model.graph.node if n not in appended for o in n.output} \
-        & used - produced
-    for node in appended:
-        model.graph.node.remove(node)
-    for tensor in math_inits:
-        model.graph.initializer.remove(tensor)
-    del model.graph.output[:]
-    model.graph.output.extend([o for o in outputs if o.name not in produced] + [
-        onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-        for name in sorted(core_outputs)])
+    # The pipeline math build-model appends comes later, onto the result: it stays fp32 (its
+    # tiny clip constants, 1e-9 and 1e-12, would vanish in float16).
     model = convert_float_to_float16(
-        model, keep_io_types=True, op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST,
-                                                         *keep_fp32_ops}),
-        node_block_list=skip)
-    model.graph.node.extend(appended)
-    model.graph.initializer.extend(math_inits)
-    del model.graph.output[:]
-    model.graph.output.extend(outputs)
+        onnx.load(str(source)), keep_io_types=True,
+        op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST, *keep_fp32_ops}), node_block_list=skip)
     onnx.save(model, str(target))

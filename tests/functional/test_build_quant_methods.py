@@ -259,7 +259,7 @@ def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
     quant = Manifest.load(out).metadata["quantization"]
     assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
     names = {n.name: n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node}
-    table = quantize.precisions(onnx.load(str(out / "model.onnx")), by_node=True)
+    table = quantize.precisions(onnx.load(str(out / "model.onnx")))
     appended = [name for name in names if name.startswith("onnx_lambda/")]
     assert appended and all(table[name][1] == "fp32" for name in appended)
 
