@@ -249,19 +249,24 @@ def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
         assert not (tmp_path / "out").exists()
 
 
-def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
-    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) stays fp32."""
+@pytest.mark.parametrize("method", ["fp16", "int8-static"])
+def test_the_appended_pipeline_math_is_never_quantized(tmp_path: Path, method: str) -> None:
+    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) comes after
+    quantization: it stays fp32 even where the method quantizes its op types (Mul), and the
+    manifest's whole-graph counts include it."""
     source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=16)
     tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
     out = tmp_path / "q"
     assert build(source, out, "--pipeline", "text-embedding", "--file", str(tokenizer),
-                 "--quantize", "fp16", "--quantize-ops", "Gather") == 0
+                 "--quantize", method, "--quantize-ops", "Gather,Mul",
+                 "--min-cosine-floor", "0.9") == 0
     quant = Manifest.load(out).metadata["quantization"]
-    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
-    names = {n.name: n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node}
-    table = quantize.precisions(onnx.load(str(out / "model.onnx")))
-    appended = [name for name in names if name.startswith("onnx_lambda/")]
-    assert appended and all(table[name][1] == "fp32" for name in appended)
+    assert quant["nodes"]["quantized"] == {"Gather": 1}
+    model = onnx.load(str(out / "model.onnx"))
+    table = quantize.precisions(model)
+    appended = [name for name in table if name.startswith("onnx_lambda/")]
+    assert "onnx_lambda/Mul" in appended and all(table[n][1] == "fp32" for n in appended)
+    assert quant["graph"] == quantize.tally(table)
 
 
 def test_a_dynamically_quantized_gather_counts_as_int8(tmp_path: Path) -> None:
