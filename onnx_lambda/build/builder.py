@@ -84,17 +84,17 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         outputs = signature.tensor_infos(session.get_outputs())
         inspect.render(summary, steps.console)
     found = None
+    run_source = signature.runner(session)
     with steps.step("example") as note:
         if spec.samples:
             samples = spec.samples
             note(f"{len(samples)} sample batch(es) from the {spec.name} example")
         else:
-            found = ladder.find(proto, inputs, example.check(spec.given, inputs),
-                                signature.runner(session))
+            found = ladder.find(proto, inputs, example.check(spec.given, inputs), run_source)
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
-    current = spec.source
-    run_reference = run_source = signature.runner(session)
+    feeds = found.feeds if found is not None else _batch_one(samples[0])  # batch 1, measured
+    current, run_reference = spec.source, run_source
     metadata = dict(spec.metadata)
     comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
     math: graph_math.Appended | None = None
@@ -165,8 +165,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     if settings is not None:
         calibration = [*samples, *options.calibration]
         current = _quantize(current, work, settings, evaluate, options, steps, metadata,
-                            calibration, found.feeds if found is not None
-                            else _batch_one(samples[0]))
+                            calibration, feeds)
     with steps.step("optimize" if options.optimize else "package") as note:
         final = shipped(current)
         if final is None:
@@ -196,7 +195,6 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             example_file=example_file, metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
-        feeds = found.feeds if found is not None else _batch_one(samples[0])
         before, _ = measure.figures(measure.load_raw, spec.source,
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
@@ -235,7 +233,7 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
         label = f"auto → {settings.label}" if auto else settings.label
         fp32 = sum(result.counts["fp32"].values())
         applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
-                   "fp32_nodes": list(result.excluded), "nodes": result.counts,
+                   "fp32_nodes": list(result.fp32), "nodes": result.counts,
                    "graph": result.graph, "tuned_on": quant_methods.cpu()}
         if settings.label in quant_methods.CALIBRATED:
             applied["calibration_samples"] = len(calibration)

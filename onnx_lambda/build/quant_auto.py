@@ -24,10 +24,10 @@ from onnx_lambda.build.gate import Feeds, Thresholds
 # (method, int4 algo) in the order tried: cheap and usually best first, so a short budget still
 # gets the likely winner.
 TRIES = {
-    "latency": (("int8-dynamic", None), ("int4", "rtn"), ("int8-static", None), ("fp16", None),
-                ("int4", "hqq")),
-    "size": (("int4", "rtn"), ("int4", "hqq"), ("int8-dynamic", None), ("int8-static", None),
-             ("fp16", None)),
+    "latency": (("int8-mixed", None), ("int8-dynamic", None), ("int4", "rtn"),
+                ("int8-static", None), ("fp16", None), ("int4", "hqq")),
+    "size": (("int4", "rtn"), ("int8-mixed", None), ("int4", "hqq"), ("int8-dynamic", None),
+             ("int8-static", None), ("fp16", None)),
 }
 
 

@@ -8,6 +8,10 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
   (round to nearest, min/max per block), hqq (half-quadratic, no data) or gptq (Hessian-aware,
   calibrated like static). Compute in int8 (``accuracy_level`` 4: activations quantized per
   block at run time), the fastest MatMulNBits path on x86 and arm64.
+- ``int8-mixed``: ``int8-dynamic`` where the gate allows; the MatMuls it must leave out
+  (``exclude``, what tuning finds) get 8-bit weight-only blocks instead of fp32 (``MatMulNBits``,
+  ``block_size`` along K, int8 compute per block, so no per-tensor activation range): a quarter
+  of their fp32 size at nearly fp32 accuracy. Other left-out nodes stay fp32.
 - ``fp16``: weights and compute in float16 with fp32 inputs/outputs, sensitive ops (``
   KEEP_FP32_OPS``) and ``exclude`` kept in fp32. On a CPU without fp16 kernels onnxruntime runs
   them through inserted casts: the gate still holds, the latency figure tells.
@@ -28,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers load on use only
     from onnx_lambda.build.gate import Feeds
 
-METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
+METHODS = ("int8-dynamic", "int8-static", "int4", "fp16", "int8-mixed")
 ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
 # The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
 CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
 SUPPORTED_OPS = {
     "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
+    "int8-mixed": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
     "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
     "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
     "int4 hqq": ("MatMul",),
@@ -51,6 +56,17 @@ ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
 def label(method: str, algo: str | None = None) -> str:
     """How a method is named in reports and tables: ``int4 ALGO`` for int4, else the method."""
     return f"int4 {algo or ALGOS[0]}" if method == "int4" else method
+
+
+def same_exclusions(method: str, other: str) -> bool:
+    """Whether a node list tuning found for one method serves the other (int8-mixed leaves out
+    what int8-dynamic cannot quantize)."""
+    return method == other or {method, other} == {"int8-dynamic", "int8-mixed"}
+
+
+def held(method: str) -> str:
+    """What becomes of the nodes tuning leaves out of ``method``."""
+    return "in 8-bit blocks" if method == "int8-mixed" else "kept fp32"
 
 
 def supported_ops(method: str, algo: str | None = None) -> tuple[str, ...]:
@@ -139,15 +155,20 @@ def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
 
     skip = list(exclude) if only is None else [n for n in candidates if n not in only]
     with _quiet():
-        if method == "int8-dynamic":
-            quantize_dynamic(source, target, op_types_to_quantize=list(op_types),
+        if method in ("int8-dynamic", "int8-mixed"):
+            dynamic = target.with_name(f"{target.stem}.dynamic.onnx") if method == "int8-mixed" \
+                else target
+            quantize_dynamic(source, dynamic, op_types_to_quantize=list(op_types),
                              per_channel=per_channel, reduce_range=reduce_range,
                              weight_type=QuantType.QInt8, nodes_to_exclude=skip,
                              extra_options={"MatMulConstBOnly": True})
+            if method == "int8-mixed":
+                _nbits(dynamic, target, ("MatMul",), "rtn", block_size, symmetric, (), [],
+                       bits=8, only=skip)
         elif method == "int8-static":
             _static(source, target, op_types, per_channel, reduce_range, calibration, skip)
         elif method == "int4":
-            _int4(source, target, op_types, algo, block_size, symmetric, calibration, skip)
+            _nbits(source, target, op_types, algo, block_size, symmetric, calibration, skip)
         elif method == "fp16":
             _fp16(source, target, keep_fp32_ops, skip)
         else:
@@ -184,13 +205,17 @@ def _nbits_class() -> Any:
     return NBits
 
 
-def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
-          symmetric: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+def _nbits(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
+           symmetric: bool, calibration: Sequence[Feeds], skip: list[str], bits: int = 4,
+           only: Sequence[str] | None = None) -> None:
+    """Weight-only blocks of ``bits``, ``skip`` left out; ``only``: these nodes alone."""
     import onnx
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
 
     model = onnx.load(str(source))
     ops = tuple(op_types)
+    if only is not None:
+        skip = [n.name for n in model.graph.node if n.op_type in ops and n.name not in only]
     if algo == "hqq":
         if missing_package("int4", algo):
             from onnx_lambda.build.errors import BuildError
@@ -206,10 +231,11 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
     else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
         config = nbits.DefaultWeightOnlyQuantConfig(
             block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
-            op_types_to_quantize=ops)
+            op_types_to_quantize=ops, bits=bits)
     quantizer = _nbits_class()(
-        model, block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
-        nodes_to_exclude=skip, op_types_to_quantize=ops, algo_config=config)
+        model, bits=bits, block_size=block_size, is_symmetric=symmetric,
+        accuracy_level=ACCURACY_LEVEL, nodes_to_exclude=skip, op_types_to_quantize=ops,
+        algo_config=config)
     with contextlib.redirect_stdout(io.StringIO()):  # GPTQ prints a progress bar
         quantizer.process()
     result = quantizer.model.model

@@ -56,8 +56,8 @@ class QuantizeSettings:
 
     def switched(self, method: str, algo: str | None = None) -> QuantizeSettings:
         """These settings for another method (and int4 algorithm)."""
-        # An example's fp32 node list was found for its own method: another one tunes afresh.
-        exclude = self.exclude if method == self.method else ()
+        # An example's fp32 node list was found for its own method: another tunes afresh.
+        exclude = self.exclude if quant_methods.same_exclusions(method, self.method) else ()
         return replace(self, method=method, exclude=exclude, algo=algo or self.algo)
 
     def applied(self) -> dict[str, object]:
@@ -67,6 +67,9 @@ class QuantizeSettings:
                     "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
         if self.method == "fp16":
             return {"keep_fp32_ops": list(self.keep_fp32_ops)}
+        if self.method == "int8-mixed":  # the left-out MatMuls: 8-bit blocks
+            return {"per_channel": self.per_channel, "block_size": self.block_size,
+                    "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
         return {"per_channel": self.per_channel}
 
 
@@ -77,6 +80,7 @@ class QuantizeResult:
     attempts: list[tuple[int, Accuracy]] = field(default_factory=list)
     # op type → nodes, as found in the quantized file: {"quantized": {...}, "fp32": {...}}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    fp32: tuple[str, ...] = ()  # the candidates the file still computes in fp32
     # precision ("int8", "int8 (qdq)", "int4", "fp16", "fp32") → op type → nodes, whole graph
     graph: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -164,6 +168,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
         source = target.with_name(f"{target.stem}.weights.onnx")
         onnx.save(model, str(source))
     excluded = tuple(n for n in settings.exclude if n in names)
+    held = quant_methods.held(settings.method)
     inputs = {i.name for i in model.graph.input}  # the calibration readers feed these only
     calibration = [{k: v for k, v in feeds.items() if k in inputs} for feeds in calibration]
     attempts: list[tuple[int, Accuracy]] = []
@@ -190,13 +195,14 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     def attempt(exclude: tuple[str, ...]) -> Accuracy:
         accuracy = run(target, exclude)
         attempts.append((len(exclude), accuracy))
-        on_attempt(f"{len(exclude)} node(s) kept fp32: {accuracy.describe()}")
+        on_attempt(f"{len(exclude)} node(s) {held}: {accuracy.describe()}")
         return accuracy
 
     def passed(accuracy: Accuracy, exclude: tuple[str, ...]) -> QuantizeResult:
         table = precisions(onnx.load(str(target), load_external_data=False))
-        return QuantizeResult(accuracy, exclude, attempts, _counts(table, names, op_of),
-                              tally(table))
+        fp32 = tuple(n for n in names if table.get(n) == (op_of[n], "fp32"))
+        return QuantizeResult(accuracy, exclude, attempts, _counts(fp32, names, op_of),
+                              fp32, tally(table))
 
     accuracy = attempt(excluded)
     if not accuracy.failures(limits):
@@ -213,10 +219,10 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
             if not accuracy.failures(limits):
                 return passed(accuracy, trial)
     target.unlink(missing_ok=True)
-    lines = "\n".join(f"  {kept:3d} node(s) kept fp32: {acc.describe()}" for kept, acc in attempts)
+    lines = "\n".join(f"  {kept:3d} node(s) {held}: {acc.describe()}" for kept, acc in attempts)
     raise AccuracyGateError(
         f"{settings.label} fails the accuracy gate ({'; '.join(accuracy.failures(limits))}) "
-        f"with up to {budget} of {len(names)} nodes kept in fp32.\n"
+        f"with up to {budget} of {len(names)} nodes {held}.\n"
         f"Attempts:\n{lines}\nTry another --quantize method, a larger --max-fp32-nodes, "
         "--quantize-ops MatMul, looser --min-cosine/--min-cosine-floor, or build without "
         "--quantize.")
@@ -228,15 +234,13 @@ def _sizes(budget: int) -> list[int]:
     return [*sizes, budget] if budget > 0 else []
 
 
-def _counts(table: dict[str, tuple[str, str]], names: list[str], op_of: dict[str, str]
+def _counts(fp32: tuple[str, ...], names: list[str], op_of: dict[str, str]
             ) -> dict[str, dict[str, int]]:
-    """A candidate still in the file (``precisions``' table) under its name and op type,
-    computing in fp32, stayed fp32; the others were replaced by quantized operators or now
-    compute quantized."""
+    """``fp32``: the candidates still in the file under their name and op type, computing in
+    fp32; the others were replaced by quantized operators or now compute quantized."""
     counts: dict[str, dict[str, int]] = {"quantized": {}, "fp32": {}}
     for name in names:
-        kept = table.get(name) == (op_of[name], "fp32")
-        side = counts["fp32" if kept else "quantized"]
+        side = counts["fp32" if name in fp32 else "quantized"]
         side[op_of[name]] = side.get(op_of[name], 0) + 1
     return counts
 

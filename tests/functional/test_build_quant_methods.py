@@ -20,7 +20,7 @@ from onnx_lambda.cli import main
 from tests.support import build_models, models
 
 METHODS = [("int8-dynamic",), ("int8-static",), ("int4", "--algo", "rtn"),
-           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",)]
+           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",), ("int8-mixed",)]
 
 
 def build(source: Path, output: Path, *args: str) -> int:
@@ -110,6 +110,26 @@ def test_tuning_keeps_the_most_sensitive_node_fp32_for_every_method(tmp_path: Pa
                                calibration=[{"x": np.ones((1, 64), np.float32)}])
         assert result.excluded == ("second",), algo
         assert result.counts == {"quantized": {"MatMul": 1}, "fp32": {"MatMul": 1}}
+
+
+def test_int8_mixed_gives_the_nodes_tuning_leaves_out_8_bit_blocks(tmp_path: Path) -> None:
+    """A gate only a "second" outside int8-dynamic passes: tuning leaves it out, and it becomes
+    an 8-bit MatMulNBits (quantized, not fp32)."""
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=64, hidden=64, classes=8)
+    target = tmp_path / "q.onnx"
+
+    def evaluate(path: Path) -> Accuracy:
+        fine = "second_quant" not in {n.name for n in onnx.load(str(path)).graph.node}
+        return Accuracy(1.0 if fine else 0.5, 1.0 if fine else 0.5, 0.0, None, 1)
+
+    settings = quantize.QuantizeSettings(method="int8-mixed")
+    result = quantize.tune(source, target, settings, evaluate, Thresholds())
+    assert result.excluded == ("second",) and result.fp32 == ()
+    assert result.counts == {"quantized": {"MatMul": 2}, "fp32": {}}
+    blocks = [n for n in onnx.load(str(target)).graph.node if n.op_type == "MatMulNBits"]
+    assert [n.name for n in blocks] == ["second_Q8"]
+    assert onnx.helper.get_node_attr_value(blocks[0], "bits") == 8
+    assert result.graph["int8"]["MatMulNBits"] == 1 and result.graph["int8"]["MatMulInteger"] == 1
 
 
 def test_int4_shrinks_a_matmul_heavy_model(tmp_path: Path) -> None:
