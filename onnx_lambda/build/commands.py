@@ -80,10 +80,11 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--algo", choices=ALGOS,
                        help="int4 weight-only algorithm (default: rtn; gptq calibrates)")
     steps.add_argument("--block-size", type=_block_size,
-                       help="int4: weights per quantization block, a power of two ≥ 16 "
-                            "(default: 32)")
+                       help="int4, int8-mixed: weights per quantization block, a power of "
+                            "two ≥ 16 (default: 32)")
     steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
-                       help="int4 rtn: symmetric blocks, no zero point (default: asymmetric)")
+                       help="int4 rtn, int8-mixed: symmetric blocks, no zero point "
+                            "(default: asymmetric)")
     steps.add_argument("--calibration", type=Path, metavar="FILE",
                        help="more calibration input for int8-static and int4 --algo gptq: .npz, "
                             "one array per input (besides the build's own samples)")

@@ -37,9 +37,10 @@ ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
 # The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
 CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
+_DYNAMIC_OPS = ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM")
 SUPPORTED_OPS = {
-    "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
-    "int8-mixed": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
+    "int8-dynamic": _DYNAMIC_OPS,
+    "int8-mixed": _DYNAMIC_OPS,
     "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
     "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
     "int4 hqq": ("MatMul",),
@@ -156,13 +157,13 @@ def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
     skip = list(exclude) if only is None else [n for n in candidates if n not in only]
     with _quiet():
         if method in ("int8-dynamic", "int8-mixed"):
-            dynamic = target.with_name(f"{target.stem}.dynamic.onnx") if method == "int8-mixed" \
-                else target
+            mixed = method == "int8-mixed"
+            dynamic = target.with_name(f"{target.stem}.dynamic.onnx") if mixed else target
             quantize_dynamic(source, dynamic, op_types_to_quantize=list(op_types),
                              per_channel=per_channel, reduce_range=reduce_range,
                              weight_type=QuantType.QInt8, nodes_to_exclude=skip,
                              extra_options={"MatMulConstBOnly": True})
-            if method == "int8-mixed":
+            if mixed:
                 _nbits(dynamic, target, ("MatMul",), "rtn", block_size, symmetric, (), [],
                        bits=8, only=skip)
         elif method == "int8-static":

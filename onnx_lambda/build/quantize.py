@@ -42,8 +42,8 @@ class QuantizeSettings:
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
     algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq
-    block_size: int = 32  # int4: weights per block along K (a power of two ≥ 16)
-    symmetric: bool = False  # int4 rtn: no zero point
+    block_size: int = 32  # int4, int8-mixed: weights per block along K (a power of two ≥ 16)
+    symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
 
     @property
@@ -62,14 +62,14 @@ class QuantizeSettings:
 
     def applied(self) -> dict[str, object]:
         """The settings that shaped this method's result (for the manifest)."""
+        blocks = {"block_size": self.block_size, "symmetric": self.symmetric,
+                  "accuracy_level": quant_methods.ACCURACY_LEVEL}
         if self.method == "int4":
-            return {"algo": self.algo, "block_size": self.block_size,
-                    "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
+            return {"algo": self.algo, **blocks}
         if self.method == "fp16":
             return {"keep_fp32_ops": list(self.keep_fp32_ops)}
-        if self.method == "int8-mixed":  # the left-out MatMuls: 8-bit blocks
-            return {"per_channel": self.per_channel, "block_size": self.block_size,
-                    "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
+        if self.method == "int8-mixed":  # the left-out MatMuls' 8-bit blocks
+            return {"per_channel": self.per_channel, **blocks}
         return {"per_channel": self.per_channel}
 
 
