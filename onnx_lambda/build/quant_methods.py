@@ -67,7 +67,7 @@ def same_exclusions(method: str, other: str) -> bool:
 
 def held(method: str) -> str:
     """What becomes of the nodes tuning leaves out of ``method``."""
-    return "in 8-bit blocks" if method == "int8-mixed" else "kept fp32"
+    return "left out (MatMuls: 8-bit blocks)" if method == "int8-mixed" else "kept fp32"
 
 
 def supported_ops(method: str, algo: str | None = None) -> tuple[str, ...]:
