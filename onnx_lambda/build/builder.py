@@ -73,11 +73,14 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
+    settings = _quantize_settings(spec, options)
     with steps.step("inspect"):
         proto = signature.parse(spec.source)
-        # Summarized before its external data is read in (the summary reports it as such).
-        summary = inspect.summarize(spec.source, proto, example=f"the {spec.name} example's "
-                                    "samples" if spec.samples else None)
+        # Summarized before its external data is read in (the summary reports it as such),
+        # with the op types this build quantizes.
+        summary = inspect.summarize(
+            spec.source, proto, op_types=quantize.op_types(settings or quantize.QuantizeSettings()),
+            example=f"the {spec.name} example's samples" if spec.samples else None)
         proto = signature.load(spec.source, proto)
         session = signature.check_runnable(spec.source, proto)  # the source's one session
         inputs = signature.tensor_infos(session.get_inputs())
@@ -126,11 +129,11 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                      f"{', '.join(sorted(set(math.outputs.values())))}")
 
     def shipped(core: Path) -> onnx.ModelProto | None:
-        """``core`` as the artifact ships it: with the pipeline math (None: no math, ``core``
-        as it is)."""
-        if math is None:
-            return None
-        return math.model if core == spec.source else append(onnx.load(str(core))).model
+        """``core`` as the artifact ships it: with the pipeline math, and the source with its
+        external data inside (None: the file as it is)."""
+        if core == spec.source:
+            return proto if math is None else math.model
+        return None if math is None else append(onnx.load(str(core))).model
 
     if spec.reference is None:
         reference = collect(run_reference, samples, comparable)
@@ -156,7 +159,6 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         candidate = collect(run, samples, comparable)
         return compare(reference, candidate, classifier=spec.classifier)
 
-    settings = _quantize_settings(spec, options)
     if settings is not None and not reference:
         steps.console.print("[yellow]![/yellow] quantize skipped: the accuracy gate has no "
                             "output it can compare, so a quantized model could not be checked")

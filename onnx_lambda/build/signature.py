@@ -48,7 +48,7 @@ def load(path: Path, model: onnx.ModelProto) -> onnx.ModelProto:
     ``InvalidModelError`` / ``UnsupportedOpsError`` saying why it is not usable."""
     try:
         load_external_data_for_model(model, str(path.parent))
-    except (OSError, ValueError) as exc:  # a missing file, a location outside the folder
+    except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # missing, outside
         raise InvalidModelError(f"{path}: its external data cannot be read ({exc})") from exc
     try:
         onnx.checker.check_model(model, full_check=False)
