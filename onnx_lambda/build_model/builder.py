@@ -1,5 +1,9 @@
-"""``build``: inspect → example → fuse → quantize (gated) → optimize → package → verify and
-measure.
+"""``build``: inspect → example → fuse → quantize (gated) → pipeline math → optimize → package →
+verify and measure.
+
+The pipeline math (``graph_math``) is appended once, to the fused and quantized graph: fusions
+and quantizers never see it (it stays fp32, untouched). The gate compares like with like: the
+reference and every candidate it evaluates carry the same math (in memory).
 
 Intermediate files live in a temporary folder; the artifact is assembled in a staging folder
 and renamed into place only when every step has passed. Under ``output.cancellable`` (the
@@ -69,54 +73,70 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
+    settings = _quantize_settings(spec, options)
     with steps.step("inspect"):
-        proto = signature.load(spec.source)
-        session = signature.check_runnable(spec.source, proto)
+        proto = signature.parse(spec.source)
+        # Summarized before its external data is read in (the summary reports it as such),
+        # with the op types this build quantizes.
+        summary = inspect.summarize(
+            spec.source, proto, op_types=quantize.op_types(settings or quantize.QuantizeSettings()),
+            example=f"the {spec.name} example's samples" if spec.samples else None)
+        proto = signature.load(spec.source, proto)
+        session = signature.check_runnable(spec.source, proto)  # the source's one session
         inputs = signature.tensor_infos(session.get_inputs())
         outputs = signature.tensor_infos(session.get_outputs())
-        inspect.render(inspect.summarize(spec.source, example=f"the {spec.name} example's "
-                                         "samples" if spec.samples else None), steps.console)
+        inspect.render(summary, steps.console)
     found = None
+    run_source = signature.runner(session)
     with steps.step("example") as note:
         if spec.samples:
             samples = spec.samples
             note(f"{len(samples)} sample batch(es) from the {spec.name} example")
         else:
-            found = ladder.find(proto, inputs, example.check(spec.given, inputs),
-                                signature.runner(session))
+            found = ladder.find(proto, inputs, example.check(spec.given, inputs), run_source)
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
-    current = spec.source
-    run_source = _runner(spec.source)  # one session on the source: pipeline math and reference
+    feeds = found.feeds if found is not None else _batch_one(samples[0])  # batch 1, measured
+    current, run_reference = spec.source, run_source
     metadata = dict(spec.metadata)
     comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
-    append: Callable[[onnx.ModelProto], graph_math.Appended] | None = None
+    math: graph_math.Appended | None = None
+    raw_outputs: dict[str, np.ndarray] = {}
+
+    def append(model: onnx.ModelProto) -> graph_math.Appended:
+        """The pipeline's math on (a copy of) ``model``, at ``model``'s own opset."""
+        appended = graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
+                                           spec.files, raw_outputs)
+        assert appended is not None  # spec.pipeline is one of graph_math.PIPELINES
+        return appended
+
     if spec.pipeline in graph_math.PIPELINES:
         with steps.step("pipeline math into the graph") as note:
             raw_outputs = run_source(samples[0])
-
-            def append(model: onnx.ModelProto) -> graph_math.Appended:
-                return graph_math.for_pipeline(model, spec.pipeline, spec.pipeline_options,
-                                               spec.files, raw_outputs)
             try:
                 math = append(proto)
             except graph_math.GraphMathError as exc:
-                append = None
                 note(f"not appended ({exc}): the runtime pipeline computes it in Python")
             else:
-                current = work / "graph.onnx"
-                onnx.save(math.model, current)
-                outputs = signature.tensor_infos(
-                    signature.check_runnable(current, math.model).get_outputs())
+                with_math = signature.check_runnable(spec.source, math.model,
+                                                     math.model.SerializeToString())
+                outputs = signature.tensor_infos(with_math.get_outputs())
+                run_reference = signature.runner(with_math)
                 graph_outputs, metadata["graph_math"] = math.outputs, math.note
                 pipeline_options.update(math.options)
                 comparable = graph_math.gated(spec.comparable, math)
                 note(f"{', '.join(math.note['appended'])} → "
                      f"{', '.join(sorted(set(math.outputs.values())))}")
-    # The gate compares like with like: the reference and every candidate include the math.
+
+    def shipped(core: Path) -> onnx.ModelProto | None:
+        """``core`` as the artifact ships it: with the pipeline math, and the source with its
+        external data inside (None: the file as it is)."""
+        if core == spec.source:
+            return proto if math is None else math.model
+        return None if math is None else append(onnx.load(str(core))).model
+
     if spec.reference is None:
-        run = run_source if current == spec.source else _runner(current)
-        reference = collect(run, samples, comparable)
+        reference = collect(run_reference, samples, comparable)
     else:  # an example's own reference rows (minilm: PyTorch's embeddings)
         reference = (spec.reference if isinstance(spec.reference, dict)
                      else {"output": spec.reference})
@@ -127,21 +147,18 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                       and optimize.looks_like_transformer(proto))
     if fuse:
         with steps.step("transformer fusions") as note:
-            # On the model as given: the fusions' shape inference fails on the appended pooling
-            # (SkipLayerNormalization is then not fused); the math goes onto the fused graph.
-            fused = optimize.fuse_transformer(spec.source, work / "fused.onnx", spec.num_heads,
+            fused = optimize.fuse_transformer(current, work / "fused.onnx", spec.num_heads,
                                               spec.hidden_size)
             note(", ".join(f"{op} ×{n}" for op, n in fused.items()) or "no pattern matched")
             current = work / "fused.onnx"
-            if append is not None:
-                onnx.save(append(onnx.load(str(current))).model, current)
             metadata["fusions"] = fused
 
     def evaluate(path: Path) -> Accuracy:
-        candidate = collect(_runner(path), samples, comparable)
+        model = shipped(path)
+        run = _runner(path if model is None else model.SerializeToString())
+        candidate = collect(run, samples, comparable)
         return compare(reference, candidate, classifier=spec.classifier)
 
-    settings = _quantize_settings(spec, options)
     if settings is not None and not reference:
         steps.console.print("[yellow]![/yellow] quantize skipped: the accuracy gate has no "
                             "output it can compare, so a quantized model could not be checked")
@@ -150,10 +167,15 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     if settings is not None:
         calibration = [*samples, *options.calibration]
         current = _quantize(current, work, settings, evaluate, options, steps, metadata,
-                            calibration, found.feeds if found is not None
-                            else _batch_one(samples[0]))
+                            calibration, feeds)
     with steps.step("optimize" if options.optimize else "package") as note:
-        shutil.copyfile(current, staging / PORTABLE)
+        final = shipped(current)
+        if final is None:
+            shutil.copyfile(current, staging / PORTABLE)
+        else:
+            onnx.save(final, staging / PORTABLE)
+            if "graph" in metadata.get("quantization", {}):  # what the file holds, math too
+                metadata["quantization"]["graph"] = quantize.tally(quantize.precisions(final))
         chosen = PORTABLE
         if options.optimize:
             chosen = "model.ort" if options.ort_format else "model.opt.onnx"
@@ -175,7 +197,6 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             example_file=example_file, metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
-        feeds = found.feeds if found is not None else _batch_one(samples[0])
         before, _ = measure.figures(measure.load_raw, spec.source,
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
@@ -214,9 +235,9 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
         label = f"auto → {settings.label}" if auto else settings.label
         fp32 = sum(result.counts["fp32"].values())
         applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
-                   "fp32_nodes": list(result.excluded), "nodes": result.counts,
+                   "fp32_nodes": list(result.fp32), "nodes": result.counts,
                    "graph": result.graph, "tuned_on": quant_methods.cpu()}
-        if settings.label in ("int8-static", "int4 gptq"):
+        if settings.label in quant_methods.CALIBRATED:
             applied["calibration_samples"] = len(calibration)
         if auto:
             applied["auto"] = {"objective": options.objective, "budget_s": options.budget_s,
@@ -240,11 +261,13 @@ def _batch_one(feeds: Feeds) -> Feeds:
     return {name: value[:1] if value.ndim else value for name, value in feeds.items()}
 
 
-def _runner(path: Path) -> Callable[[Feeds], dict[str, np.ndarray]]:
+def _runner(model: Path | bytes) -> Callable[[Feeds], dict[str, np.ndarray]]:
+    """A session on a file or a serialized model."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    return signature.runner(ort.InferenceSession(str(path), options,
-                                                 providers=["CPUExecutionProvider"]))
+    return signature.runner(ort.InferenceSession(
+        str(model) if isinstance(model, Path) else model, options,
+        providers=["CPUExecutionProvider"]))
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:
@@ -252,9 +275,8 @@ def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.Quant
     if method == "none" or (method is None and spec.quantize is None):
         return None
     settings = spec.quantize or quantize.QuantizeSettings()
-    if method not in (None, "auto", settings.method):
-        # An example's fp32 node list was found for its own method: another one tunes afresh.
-        settings = dataclasses.replace(settings, method=method, exclude=())
+    if method not in (None, "auto"):
+        settings = settings.switched(method)
     changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
                "algo": options.algo, "block_size": options.block_size,
                "symmetric": options.symmetric}

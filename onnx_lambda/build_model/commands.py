@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from onnx_lambda.build_model.quant_methods import ALGOS, METHODS
+from onnx_lambda.build_model.quant_methods import ALGOS, CALIBRATED, METHODS, label
 from onnx_lambda.sizes import human_size
 
 if TYPE_CHECKING:
@@ -81,10 +81,11 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--algo", choices=ALGOS,
                        help="int4 weight-only algorithm (default: rtn; gptq calibrates)")
     steps.add_argument("--block-size", type=_block_size,
-                       help="int4: weights per quantization block, a power of two ≥ 16 "
-                            "(default: 32)")
+                       help="int4, int8-mixed: weights per quantization block, a power of "
+                            "two ≥ 16 (default: 32)")
     steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
-                       help="int4 rtn: symmetric blocks, no zero point (default: asymmetric)")
+                       help="int4 rtn, int8-mixed: symmetric blocks, no zero point "
+                            "(default: asymmetric)")
     steps.add_argument("--calibration", type=Path, metavar="FILE",
                        help="more calibration input for int8-static and int4 --algo gptq: .npz, "
                             "one array per input (besides the build's own samples)")
@@ -151,8 +152,8 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
     import numpy as np
 
-    if args.quantize not in ("int8-static", "int4", "auto") or (
-            args.quantize == "int4" and args.algo != "gptq"):
+    if args.quantize != "auto" and (args.quantize is None
+                                    or label(args.quantize, args.algo) not in CALIBRATED):
         raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
                           "--algo gptq (the other methods do not calibrate)")
     try:
@@ -260,7 +261,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {escape(str(args.model))}: no such file or folder")
         return 2
     try:
-        summary = inspect.summarize(args.model)
+        summary = inspect.summarize(*inspect.load(args.model))
     except BuildError as exc:
         console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
         return exc.exit_code

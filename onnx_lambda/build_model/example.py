@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from handler.manifest import TensorInfo
+from handler.ort.tensor import nest, shortest
 from onnx_lambda.build_model.errors import ExampleArgumentError
 
 Feeds = dict[str, np.ndarray]
@@ -171,9 +172,8 @@ def write(feeds: Feeds, pipeline: str, folder: Path) -> tuple[Any, str | None]:
 def _json(array: np.ndarray) -> Any:
     if array.dtype == object:
         return array.astype(str).tolist()
-    if array.dtype.kind == "f" and array.dtype.itemsize < 8:
-        # float32's shortest decimal (0.12345679, not 0.12345679104328156): the same float32
-        # once the runtime casts it back, and a readable model.json / curl
-        shortest = [float(str(v)) for v in array.ravel()]
-        return np.array(shortest, dtype=np.float64).reshape(array.shape).tolist()
+    if array.dtype.name in ("float32", "float16"):
+        # the shortest decimal (0.12345679, not 0.12345679104328156), as the runtime writes its
+        # outputs: the same float once cast back, and a readable model.json / curl
+        return nest(shortest(array.ravel().tolist(), array.dtype.name), array.shape)
     return array.tolist()

@@ -76,10 +76,11 @@ def _dtype(kind: onnx.TypeProto) -> str:
     return which or "unknown"
 
 
-def summarize(target: Path, op_types: tuple[str, ...] = quantize.QuantizeSettings().op_types,
+def summarize(path: Path, model: onnx.ModelProto, manifest: Manifest | None = None,
+              op_types: tuple[str, ...] = quantize.QuantizeSettings().op_types,
               example: str | None = None) -> dict[str, Any]:
-    """``example``: where an example comes from when the caller knows (a build's own)."""
-    path, model, manifest = load(target)
+    """``load``'s model file, graph (external data not read in) and manifest, summarized;
+    ``example``: where an example comes from when the caller knows (a build's own)."""
     graph = model.graph
     weights = {init.name for init in graph.initializer}
     inputs, outputs = infos(graph.input, weights), infos(graph.output)

@@ -10,7 +10,6 @@ ends; tries not started are listed as skipped.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,17 +17,17 @@ from typing import Any
 
 from handler.artifact import Artifact
 from handler.model import Model
-from onnx_lambda.build_model import measure, quantize
+from onnx_lambda.build_model import measure, quant_methods, quantize
 from onnx_lambda.build_model.errors import AccuracyGateError, BuildError, NothingToQuantizeError
 from onnx_lambda.build_model.gate import Feeds, Thresholds
 
 # (method, int4 algo) in the order tried: cheap and usually best first, so a short budget still
 # gets the likely winner.
 TRIES = {
-    "latency": (("int8-dynamic", None), ("int4", "rtn"), ("int8-static", None), ("fp16", None),
-                ("int4", "hqq")),
-    "size": (("int4", "rtn"), ("int4", "hqq"), ("int8-dynamic", None), ("int8-static", None),
-             ("fp16", None)),
+    "latency": (("int8-mixed", None), ("int8-dynamic", None), ("int4", "rtn"),
+                ("int8-static", None), ("fp16", None), ("int4", "hqq")),
+    "size": (("int4", "rtn"), ("int8-mixed", None), ("int4", "hqq"), ("int8-dynamic", None),
+             ("int8-static", None), ("fp16", None)),
 }
 
 
@@ -50,11 +49,12 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
     tries: list[dict[str, Any]] = []
     passed: list[tuple[tuple[float, float], Chosen]] = []
     for index, (method, algo) in enumerate(TRIES[objective]):
-        settings = _settings(base, method, algo)
+        settings = base.switched(method, algo)
         row: dict[str, Any] = {"method": settings.label}
         tries.append(row)
-        if algo == "hqq" and importlib.util.find_spec("torch") is None:
-            row["outcome"] = "skipped (needs torch)"
+        missing = quant_methods.missing_package(method, algo)
+        if missing:
+            row["outcome"] = f"skipped (needs {missing})"
             continue
         if index and time.monotonic() - start >= budget_s:
             row["outcome"] = f"skipped (time budget {budget_s:g} s spent)"
@@ -95,12 +95,3 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
         row["chosen"] = row["method"] == best.settings.label
     return best
 
-
-def _settings(base: quantize.QuantizeSettings, method: str, algo: str | None
-              ) -> quantize.QuantizeSettings:
-    changes: dict[str, Any] = {"method": method}
-    if method != base.method:  # an example's fp32 node list belongs to its own method
-        changes["exclude"] = ()
-    if algo is not None:
-        changes["algo"] = algo
-    return dataclasses.replace(base, **changes)

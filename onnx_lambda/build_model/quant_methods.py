@@ -8,6 +8,10 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
   (round to nearest, min/max per block), hqq (half-quadratic, no data) or gptq (Hessian-aware,
   calibrated like static). Compute in int8 (``accuracy_level`` 4: activations quantized per
   block at run time), the fastest MatMulNBits path on x86 and arm64.
+- ``int8-mixed``: ``int8-dynamic`` where the gate allows; the MatMuls it must leave out
+  (``exclude``, what tuning finds) get 8-bit weight-only blocks instead of fp32 (``MatMulNBits``,
+  ``block_size`` along K, int8 compute per block, so no per-tensor activation range): a quarter
+  of their fp32 size at nearly fp32 accuracy. Other left-out nodes stay fp32.
 - ``fp16``: weights and compute in float16 with fp32 inputs/outputs, sensitive ops (``
   KEEP_FP32_OPS``) and ``exclude`` kept in fp32. On a CPU without fp16 kernels onnxruntime runs
   them through inserted casts: the gate still holds, the latency figure tells.
@@ -28,11 +32,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers load on use only
     from onnx_lambda.build_model.gate import Feeds
 
-METHODS = ("int8-dynamic", "int8-static", "int4", "fp16")
-ALGOS = ("rtn", "hqq", "gptq")
+METHODS = ("int8-dynamic", "int8-static", "int4", "fp16", "int8-mixed")
+ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
+# The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
+CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
+_DYNAMIC_OPS = ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM")
 SUPPORTED_OPS = {
-    "int8-dynamic": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM"),
+    "int8-dynamic": _DYNAMIC_OPS,
+    "int8-mixed": _DYNAMIC_OPS,
     "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
     "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
     "int4 hqq": ("MatMul",),
@@ -44,6 +52,36 @@ KEEP_FP32_OPS = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLaye
                  "Softmax", "ReduceMean", "ReduceSum", "Pow", "Sqrt", "Erf", "Exp", "Div",
                  "TopK", "ArgMax")
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 compute
+
+
+def label(method: str, algo: str | None = None) -> str:
+    """How a method is named in reports and tables: ``int4 ALGO`` for int4, else the method."""
+    return f"int4 {algo or ALGOS[0]}" if method == "int4" else method
+
+
+def same_exclusions(method: str, other: str) -> bool:
+    """Whether a node list tuning found for one method serves the other (int8-mixed leaves out
+    what int8-dynamic cannot quantize)."""
+    return method == other or {method, other} == {"int8-dynamic", "int8-mixed"}
+
+
+def held(method: str) -> str:
+    """What becomes of the nodes tuning leaves out of ``method``."""
+    return "left out (MatMuls: 8-bit blocks)" if method == "int8-mixed" else "kept fp32"
+
+
+def supported_ops(method: str, algo: str | None = None) -> tuple[str, ...]:
+    """The op types a method (and int4 algorithm) can quantize."""
+    return SUPPORTED_OPS.get(label(method, algo), SUPPORTED_OPS[method])
+
+
+def missing_package(method: str, algo: str | None = None) -> str | None:
+    """The package a method needs that is not installed (onnxruntime's HQQ computes in torch)."""
+    import importlib.util
+
+    if label(method, algo) == "int4 hqq" and importlib.util.find_spec("torch") is None:
+        return "torch"
+    return None
 
 
 # The instruction-set features the int8 / int4 / fp16 kernels choose their paths by.
@@ -65,17 +103,14 @@ def cpu() -> dict[str, Any]:
     return {"machine": platform.machine(), "isa": [f for f in _ISA if f in flags]}
 
 
-def samples(feeds: Sequence[Feeds], source: Path) -> Any:
-    """The calibration feeds (the model's inputs only) as a restartable reader: GPTQ
-    deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
-    import onnx
+def samples(feeds: Sequence[Feeds]) -> Any:
+    """The calibration feeds (already restricted to the model's inputs) as a restartable
+    reader: GPTQ deep-copies its reader and iterates it, quantize_static calls ``get_next``."""
     from onnxruntime.quantization import CalibrationDataReader
-
-    names = {i.name for i in onnx.load(str(source), load_external_data=False).graph.input}
 
     class Samples(CalibrationDataReader):
         def __init__(self) -> None:
-            self.feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
+            self.feeds = list(feeds)
             self.position = 0
 
         def get_next(self) -> Feeds | None:
@@ -121,15 +156,20 @@ def apply(method: str, source: Path, target: Path, *, op_types: Sequence[str],
 
     skip = list(exclude) if only is None else [n for n in candidates if n not in only]
     with _quiet():
-        if method == "int8-dynamic":
-            quantize_dynamic(source, target, op_types_to_quantize=list(op_types),
+        if method in ("int8-dynamic", "int8-mixed"):
+            mixed = method == "int8-mixed"
+            dynamic = target.with_name(f"{target.stem}.dynamic.onnx") if mixed else target
+            quantize_dynamic(source, dynamic, op_types_to_quantize=list(op_types),
                              per_channel=per_channel, reduce_range=reduce_range,
                              weight_type=QuantType.QInt8, nodes_to_exclude=skip,
                              extra_options={"MatMulConstBOnly": True})
+            if mixed:
+                _nbits(dynamic, target, ("MatMul",), "rtn", block_size, symmetric, (), [],
+                       bits=8, only=skip)
         elif method == "int8-static":
             _static(source, target, op_types, per_channel, reduce_range, calibration, skip)
         elif method == "int4":
-            _int4(source, target, op_types, algo, block_size, symmetric, calibration, skip)
+            _nbits(source, target, op_types, algo, block_size, symmetric, calibration, skip)
         elif method == "fp16":
             _fp16(source, target, keep_fp32_ops, skip)
         else:
@@ -144,7 +184,7 @@ def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bo
     # The ranges depend on the source and the op types only, not on the nodes excluded: tuning's
     # attempts on one source (a fresh build folder) calibrate once and reuse the cache.
     cache = target.parent / f"{source.stem}.calibration.json"
-    quantize_static(source, target, samples(calibration, source),
+    quantize_static(source, target, samples(calibration),
                     quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
                     per_channel=per_channel, reduce_range=reduce_range,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
@@ -166,17 +206,19 @@ def _nbits_class() -> Any:
     return NBits
 
 
-def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
-          symmetric: bool, calibration: Sequence[Feeds], skip: list[str]) -> None:
+def _nbits(source: Path, target: Path, op_types: Sequence[str], algo: str, block_size: int,
+           symmetric: bool, calibration: Sequence[Feeds], skip: list[str], bits: int = 4,
+           only: Sequence[str] | None = None) -> None:
+    """Weight-only blocks of ``bits``, ``skip`` left out; ``only``: these nodes alone."""
     import onnx
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
 
     model = onnx.load(str(source))
     ops = tuple(op_types)
+    if only is not None:
+        skip = [n.name for n in model.graph.node if n.op_type in ops and n.name not in only]
     if algo == "hqq":
-        import importlib.util
-
-        if importlib.util.find_spec("torch") is None:  # onnxruntime's HQQ computes in torch
+        if missing_package("int4", algo):
             from onnx_lambda.build_model.errors import BuildError
 
             raise BuildError("int4 --algo hqq needs torch: pip install -e '.[examples]' "
@@ -185,15 +227,16 @@ def _int4(source: Path, target: Path, op_types: Sequence[str], algo: str, block_
             block_size=block_size, op_types_to_quantize=ops)
     elif algo == "gptq":
         config = nbits.GPTQWeightOnlyQuantConfig(
-            calibration_data_reader=samples(calibration, source),
+            calibration_data_reader=samples(calibration),
             block_size=block_size, op_types_to_quantize=ops)
     else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
         config = nbits.DefaultWeightOnlyQuantConfig(
             block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
-            op_types_to_quantize=ops)
+            op_types_to_quantize=ops, bits=bits)
     quantizer = _nbits_class()(
-        model, block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
-        nodes_to_exclude=skip, op_types_to_quantize=ops, algo_config=config)
+        model, bits=bits, block_size=block_size, is_symmetric=symmetric,
+        accuracy_level=ACCURACY_LEVEL, nodes_to_exclude=skip, op_types_to_quantize=ops,
+        algo_config=config)
     with contextlib.redirect_stdout(io.StringIO()):  # GPTQ prints a progress bar
         quantizer.process()
     result = quantizer.model.model
@@ -208,36 +251,9 @@ def _fp16(source: Path, target: Path, keep_fp32_ops: Sequence[str], skip: list[s
     import onnx
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
-    from onnx_lambda.build_model import graph_math
-
-    model = onnx.load(str(source))
-    # The pipeline math build-model appended (pooling, normalisation, softmax) stays fp32 as a
-    # whole: the converter would cast between its nodes, and its tiny clip constants (1e-9,
-    # 1e-12) vanish in float16 (0 / 0 for a row the mask empties). So the core is converted
-    # alone, its tensors the math reads made outputs (fp32 at the edge), and the math put back.
-    appended = [n for n in model.graph.node if n.name.startswith(graph_math.PREFIX)]
-    produced = {o for n in appended for o in n.output}
-    used = {i for n in appended for i in n.input}
-    math_inits = [t for t in model.graph.initializer if t.name in used
-                  and not any(t.name in n.input for n in model.graph.node
-                              if n not in appended)]
-    outputs = list(model.graph.output)
-    core_outputs = {o for n in model.graph.node if n not in appended for o in n.output} \
-        & used - produced
-    for node in appended:
-        model.graph.node.remove(node)
-    for tensor in math_inits:
-        model.graph.initializer.remove(tensor)
-    del model.graph.output[:]
-    model.graph.output.extend([o for o in outputs if o.name not in produced] + [
-        onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-        for name in sorted(core_outputs)])
+    # The pipeline math build-model appends comes later, onto the result: it stays fp32 (its
+    # tiny clip constants, 1e-9 and 1e-12, would vanish in float16).
     model = convert_float_to_float16(
-        model, keep_io_types=True, op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST,
-                                                         *keep_fp32_ops}),
-        node_block_list=skip)
-    model.graph.node.extend(appended)
-    model.graph.initializer.extend(math_inits)
-    del model.graph.output[:]
-    model.graph.output.extend(outputs)
+        onnx.load(str(source)), keep_io_types=True,
+        op_block_list=sorted({*DEFAULT_OP_BLOCK_LIST, *keep_fp32_ops}), node_block_list=skip)
     onnx.save(model, str(target))

@@ -17,7 +17,7 @@ file, and ``QuantizeResult.graph`` counts every node of that file by precision a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
@@ -41,22 +41,35 @@ class QuantizeSettings:
     reduce_range: bool = False
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
-    algo: str = "rtn"  # int4: rtn | hqq | gptq
-    block_size: int = 32  # int4: weights per block along K (a power of two ≥ 16)
-    symmetric: bool = False  # int4 rtn: no zero point
+    algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq
+    block_size: int = 32  # int4, int8-mixed: weights per block along K (a power of two ≥ 16)
+    symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
 
     @property
     def label(self) -> str:
-        return f"int4 {self.algo}" if self.method == "int4" else self.method
+        return quant_methods.label(self.method, self.algo)
+
+    @property
+    def supported_ops(self) -> tuple[str, ...]:
+        return quant_methods.supported_ops(self.method, self.algo)
+
+    def switched(self, method: str, algo: str | None = None) -> QuantizeSettings:
+        """These settings for another method (and int4 algorithm)."""
+        # An example's fp32 node list was found for its own method: another tunes afresh.
+        exclude = self.exclude if quant_methods.same_exclusions(method, self.method) else ()
+        return replace(self, method=method, exclude=exclude, algo=algo or self.algo)
 
     def applied(self) -> dict[str, object]:
         """The settings that shaped this method's result (for the manifest)."""
+        blocks = {"block_size": self.block_size, "symmetric": self.symmetric,
+                  "accuracy_level": quant_methods.ACCURACY_LEVEL}
         if self.method == "int4":
-            return {"algo": self.algo, "block_size": self.block_size,
-                    "symmetric": self.symmetric, "accuracy_level": quant_methods.ACCURACY_LEVEL}
+            return {"algo": self.algo, **blocks}
         if self.method == "fp16":
             return {"keep_fp32_ops": list(self.keep_fp32_ops)}
+        if self.method == "int8-mixed":  # the left-out MatMuls' 8-bit blocks
+            return {"per_channel": self.per_channel, **blocks}
         return {"per_channel": self.per_channel}
 
 
@@ -67,6 +80,7 @@ class QuantizeResult:
     attempts: list[tuple[int, Accuracy]] = field(default_factory=list)
     # op type → nodes, as found in the quantized file: {"quantized": {...}, "fp32": {...}}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    fp32: tuple[str, ...] = ()  # the candidates the file still computes in fp32
     # precision ("int8", "int8 (qdq)", "int4", "fp16", "fp32") → op type → nodes, whole graph
     graph: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -91,9 +105,7 @@ def quantize(source: Path, target: Path, settings: QuantizeSettings, names: list
 
 def op_types(settings: QuantizeSettings) -> tuple[str, ...]:
     """The settings' op types this method can quantize."""
-    supported = quant_methods.SUPPORTED_OPS.get(settings.label,
-                                                quant_methods.SUPPORTED_OPS[settings.method])
-    return tuple(op for op in settings.op_types if op in supported)
+    return tuple(op for op in settings.op_types if op in settings.supported_ops)
 
 
 def candidates(model: onnx.ModelProto, op_types: tuple[str, ...]) -> list[str]:
@@ -144,8 +156,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     names = candidates(model, ops)
     if not names:
         wanted = "/".join(ops) or "/".join(settings.op_types)
-        supported = ", ".join(quant_methods.SUPPORTED_OPS.get(
-            settings.label, quant_methods.SUPPORTED_OPS[settings.method]))
+        supported = ", ".join(settings.supported_ops)
         present = ", ".join(sorted({n.op_type for n in model.graph.node})[:12])
         raise NothingToQuantizeError(
             f"{source.name}: nothing to quantize with {settings.label}: no {wanted} node with a "
@@ -157,6 +168,9 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
         source = target.with_name(f"{target.stem}.weights.onnx")
         onnx.save(model, str(source))
     excluded = tuple(n for n in settings.exclude if n in names)
+    held = quant_methods.held(settings.method)
+    inputs = {i.name for i in model.graph.input}  # the calibration readers feed these only
+    calibration = [{k: v for k, v in feeds.items() if k in inputs} for feeds in calibration]
     attempts: list[tuple[int, Accuracy]] = []
 
     def run(path: Path, exclude: Sequence[str] = (), only: Sequence[str] | None = None
@@ -181,13 +195,14 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     def attempt(exclude: tuple[str, ...]) -> Accuracy:
         accuracy = run(target, exclude)
         attempts.append((len(exclude), accuracy))
-        on_attempt(f"{len(exclude)} node(s) kept fp32: {accuracy.describe()}")
+        on_attempt(f"{len(exclude)} node(s) {held}: {accuracy.describe()}")
         return accuracy
 
     def passed(accuracy: Accuracy, exclude: tuple[str, ...]) -> QuantizeResult:
-        result = onnx.load(str(target), load_external_data=False)
-        return QuantizeResult(accuracy, exclude, attempts, _counts(result, names, op_of),
-                              precisions(result))
+        table = precisions(onnx.load(str(target), load_external_data=False))
+        fp32 = tuple(n for n in names if table.get(n) == (op_of[n], "fp32"))
+        return QuantizeResult(accuracy, exclude, attempts, _counts(fp32, names, op_of),
+                              fp32, tally(table))
 
     accuracy = attempt(excluded)
     if not accuracy.failures(limits):
@@ -204,10 +219,10 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
             if not accuracy.failures(limits):
                 return passed(accuracy, trial)
     target.unlink(missing_ok=True)
-    lines = "\n".join(f"  {kept:3d} node(s) kept fp32: {acc.describe()}" for kept, acc in attempts)
+    lines = "\n".join(f"  {kept:3d} node(s) {held}: {acc.describe()}" for kept, acc in attempts)
     raise AccuracyGateError(
         f"{settings.label} fails the accuracy gate ({'; '.join(accuracy.failures(limits))}) "
-        f"with up to {budget} of {len(names)} nodes kept in fp32.\n"
+        f"with up to {budget} of {len(names)} nodes {held}.\n"
         f"Attempts:\n{lines}\nTry another --quantize method, a larger --max-fp32-nodes, "
         "--quantize-ops MatMul, looser --min-cosine/--min-cosine-floor, or build without "
         "--quantize.")
@@ -219,15 +234,13 @@ def _sizes(budget: int) -> list[int]:
     return [*sizes, budget] if budget > 0 else []
 
 
-def _counts(result: onnx.ModelProto, names: list[str], op_of: dict[str, str]
+def _counts(fp32: tuple[str, ...], names: list[str], op_of: dict[str, str]
             ) -> dict[str, dict[str, int]]:
-    """A candidate still in the file under its name and op type, computing in fp32, stayed
+    """``fp32``: the candidates still in the file under their name and op type, computing in
     fp32; the others were replaced by quantized operators or now compute quantized."""
-    graph = precisions(result, by_node=True)
     counts: dict[str, dict[str, int]] = {"quantized": {}, "fp32": {}}
     for name in names:
-        kept = graph.get(name) == (op_of[name], "fp32")
-        side = counts["fp32" if kept else "quantized"]
+        side = counts["fp32" if name in fp32 else "quantized"]
         side[op_of[name]] = side.get(op_of[name], 0) + 1
     return counts
 
@@ -239,19 +252,18 @@ _QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
 _BLOCK_OPS = {"MatMulNBits", "GatherBlockQuantized"}
 
 
-def precisions(model: onnx.ModelProto, *, by_node: bool = False) -> dict:
-    """Every node of ``model`` by the precision it computes in → op type → count (or, with
-    ``by_node``, node name → (op type, precision)): int8 (quantized operators), int8 (qdq)
-    (fed by a DequantizeLinear: onnxruntime fuses the pair into an int8 kernel where it has
-    one), intN (block-quantized weights), int8 also for a node reading an int8 initializer
-    (dynamic quantization's Gather), fp16 (touches a float16 tensor), fp32 (the rest)."""
+def precisions(model: onnx.ModelProto) -> dict[str, tuple[str, str]]:
+    """Every node of ``model`` (by name) → (op type, the precision it computes in): int8
+    (quantized operators), int8 (qdq) (fed by a DequantizeLinear: onnxruntime fuses the pair
+    into an int8 kernel where it has one), intN (block-quantized weights), int8 also for a
+    node reading an int8 initializer (dynamic quantization's Gather), fp16 (touches a float16
+    tensor), fp32 (the rest)."""
     fp16 = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
     # A Gather on a quantized table reads int8 weights directly (a DequantizeLinear follows).
     int8 = {t.name for t in model.graph.initializer
             if t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
     dequantized: set[str] = set()
     table: dict[str, tuple[str, str]] = {}
-    counts: dict[str, dict[str, int]] = {}
     for index, node in enumerate(model.graph.node):
         if node.op_type in _BLOCK_OPS:  # packed uint8 blocks: checked before int8 tables
             bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
@@ -275,6 +287,13 @@ def precisions(model: onnx.ModelProto, *, by_node: bool = False) -> dict:
         if node.op_type == "DequantizeLinear":
             dequantized.update(node.output)
         table[node.name or f"#{index}"] = (node.op_type, precision)
+    return table
+
+
+def tally(table: dict[str, tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """``precisions``' table as precision → op type → node count."""
+    counts: dict[str, dict[str, int]] = {}
+    for op_type, precision in table.values():
         ops = counts.setdefault(precision, {})
-        ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    return table if by_node else counts
+        ops[op_type] = ops.get(op_type, 0) + 1
+    return counts

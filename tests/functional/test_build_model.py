@@ -127,6 +127,24 @@ def test_not_an_onnx_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
+def test_a_model_with_external_data_builds_and_its_summary_says_so(
+        tmp_path: Path, mlp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "ext" / "ext.onnx"
+    source.parent.mkdir()
+    onnx.save(onnx.load(str(mlp)), str(source), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="ext.onnx.data", size_threshold=0)
+    out = tmp_path / "out"
+    assert build(source, out) == 0
+    assert "(external: ext.onnx.data" in " ".join(capsys.readouterr().err.split())
+    x = np.random.default_rng(0).standard_normal((2, 32)).astype(np.float32)
+    shipped = out / Manifest.load(out).portable  # self-contained: the weights are inside
+    assert not list(out.glob("*.data"))
+    np.testing.assert_allclose(raw_outputs(shipped, x), raw_outputs(mlp, x), rtol=1e-5)
+    (source.parent / "ext.onnx.data").unlink()
+    assert build(source, tmp_path / "again") == 3
+    assert "its external data cannot be read" in capsys.readouterr().err
+
+
 def test_unsupported_operator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = build_models.custom_op(tmp_path / "custom.onnx")
     assert build(source, tmp_path / "out") == 4

@@ -20,7 +20,7 @@ from onnx_lambda.cli import main
 from tests.support import build_models, models
 
 METHODS = [("int8-dynamic",), ("int8-static",), ("int4", "--algo", "rtn"),
-           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",)]
+           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",), ("int8-mixed",)]
 
 
 def build(source: Path, output: Path, *args: str) -> int:
@@ -110,6 +110,26 @@ def test_tuning_keeps_the_most_sensitive_node_fp32_for_every_method(tmp_path: Pa
                                calibration=[{"x": np.ones((1, 64), np.float32)}])
         assert result.excluded == ("second",), algo
         assert result.counts == {"quantized": {"MatMul": 1}, "fp32": {"MatMul": 1}}
+
+
+def test_int8_mixed_gives_the_nodes_tuning_leaves_out_8_bit_blocks(tmp_path: Path) -> None:
+    """A gate only a "second" outside int8-dynamic passes: tuning leaves it out, and it becomes
+    an 8-bit MatMulNBits (quantized, not fp32)."""
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=64, hidden=64, classes=8)
+    target = tmp_path / "q.onnx"
+
+    def evaluate(path: Path) -> Accuracy:
+        fine = "second_quant" not in {n.name for n in onnx.load(str(path)).graph.node}
+        return Accuracy(1.0 if fine else 0.5, 1.0 if fine else 0.5, 0.0, None, 1)
+
+    settings = quantize.QuantizeSettings(method="int8-mixed")
+    result = quantize.tune(source, target, settings, evaluate, Thresholds())
+    assert result.excluded == ("second",) and result.fp32 == ()
+    assert result.counts == {"quantized": {"MatMul": 2}, "fp32": {}}
+    blocks = [n for n in onnx.load(str(target)).graph.node if n.op_type == "MatMulNBits"]
+    assert [n.name for n in blocks] == ["second_Q8"]
+    assert onnx.helper.get_node_attr_value(blocks[0], "bits") == 8
+    assert result.graph["int8"]["MatMulNBits"] == 1 and result.graph["int8"]["MatMulInteger"] == 1
 
 
 def test_int4_shrinks_a_matmul_heavy_model(tmp_path: Path) -> None:
@@ -249,19 +269,24 @@ def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
         assert not (tmp_path / "out").exists()
 
 
-def test_fp16_keeps_the_appended_pipeline_math_fp32(tmp_path: Path) -> None:
-    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) stays fp32."""
+@pytest.mark.parametrize("method", ["fp16", "int8-static"])
+def test_the_appended_pipeline_math_is_never_quantized(tmp_path: Path, method: str) -> None:
+    """The pooling build-model appends (Mul by the mask, ReduceSum, the L2 norm) comes after
+    quantization: it stays fp32 even where the method quantizes its op types (Mul), and the
+    manifest's whole-graph counts include it."""
     source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=16)
     tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
     out = tmp_path / "q"
     assert build(source, out, "--pipeline", "text-embedding", "--file", str(tokenizer),
-                 "--quantize", "fp16", "--quantize-ops", "Gather") == 0
+                 "--quantize", method, "--quantize-ops", "Gather,Mul",
+                 "--min-cosine-floor", "0.9") == 0
     quant = Manifest.load(out).metadata["quantization"]
-    assert quant["nodes"] == {"quantized": {"Gather": 1}, "fp32": {}}
-    names = {n.name: n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node}
-    table = quantize.precisions(onnx.load(str(out / "model.onnx")), by_node=True)
-    appended = [name for name in names if name.startswith("onnx_lambda/")]
-    assert appended and all(table[name][1] == "fp32" for name in appended)
+    assert quant["nodes"]["quantized"] == {"Gather": 1}
+    model = onnx.load(str(out / "model.onnx"))
+    table = quantize.precisions(model)
+    appended = [name for name in table if name.startswith("onnx_lambda/")]
+    assert "onnx_lambda/Mul" in appended and all(table[n][1] == "fp32" for n in appended)
+    assert quant["graph"] == quantize.tally(table)
 
 
 def test_a_dynamically_quantized_gather_counts_as_int8(tmp_path: Path) -> None:

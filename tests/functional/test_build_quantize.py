@@ -46,7 +46,7 @@ def test_tuning_ends_when_the_budget_is_smaller_than_the_candidates(tmp_path: Pa
         return Accuracy(0.5, 0.5, 1.0, None, 1)
 
     settings = quantize.QuantizeSettings(max_fp32_nodes=1)
-    with pytest.raises(AccuracyGateError, match="up to 1 of 2 nodes kept in fp32"):
+    with pytest.raises(AccuracyGateError, match="up to 1 of 2 nodes kept fp32"):
         quantize.tune(source, tmp_path / "q.onnx", settings, evaluate, Thresholds())
     assert len(calls) == 1 + 2 + 1  # all quantized, ranking both nodes, one kept fp32
     assert not (tmp_path / "q.onnx").exists()

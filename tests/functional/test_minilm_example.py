@@ -35,7 +35,10 @@ def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
     accuracy = manifest.metadata["build"]["accuracy"]
     assert accuracy["samples"] >= 50
     assert accuracy["mean_cosine"] >= 0.99 and accuracy["min_cosine"] >= 0.98
-    assert manifest.metadata["quantization"]["type"] == "dynamic-int8"
+    quantization = manifest.metadata["quantization"]
+    assert quantization["type"] == "int8-mixed" and quantization["fp32_nodes"] == []
+    # the nodes left out of dynamic INT8 are 8-bit weight blocks, not fp32
+    assert quantization["graph"]["int8"]["MatMulNBits"] == len(minilm.FP32_NODES)
     assert manifest.metadata["fusions"]["Attention"] == 6  # one per layer
     # The pooling is appended after the fusions (before, their shape inference failed on it
     # and SkipLayerNormalization went unfused).
