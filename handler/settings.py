@@ -1,4 +1,5 @@
-"""Every ``ONNX_LAMBDA_*`` variable, declared once, parsed once at init into an immutable ``Settings``.
+"""Every ``ONNX_LAMBDA_*`` variable, declared once, parsed once at init into an immutable
+``Settings``.
 
 Resolution order: explicit keyword argument > environment mapping > default. The environment is
 passed in as a mapping (never read at import time here), so tests need no module reloads.
