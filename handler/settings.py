@@ -60,8 +60,8 @@ VARIABLES: tuple[Variable, ...] = (
              "per environment. Relative paths resolve against the task root (the working "
              "directory)."),
     Variable("model_name", str, "",
-             "Name used in the `/v2/models/{name}` routes; default: the manifest's name or the "
-             "file stem."),
+             "The model's name in the `/v2/models/{name}` routes, V2 answers and `/health`; "
+             "default: the manifest's name or the file stem."),
     Variable("pipeline", str, "",
              "Pre/post-processing: `tensor`, `classifier`, `text-embedding` or a "
              "`package.module` with `preprocess`/`postprocess`; default: the manifest's, else "
