@@ -1,7 +1,8 @@
 """The Lambda entry point: ``handler.app.handler``.
 
 Module scope is the init phase, run once per execution environment (the cold start): read the
-settings, find and load the model, build the pipeline, run one warm-up inference. ``handler``
+settings, then ``handler.bootstrap.create`` finds and loads the model, builds the pipeline and
+runs one warm-up inference; tracing and SnapStart hooks only when configured. ``handler``
 does per-request work only. A broken model fails here, loudly, so Lambda reports
 ``Runtime.InitError`` with our message instead of failing every request later.
 """

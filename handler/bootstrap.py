@@ -33,7 +33,8 @@ def create(settings: Settings) -> Service:
     if found.warning:
         telemetry.log("warning", found.warning)
     threads = settings.threads or threads_for(settings.memory_mb, visible_cpus())
-    model = Model(found, threads=threads, graph_optimization=settings.graph_optimization)
+    model = Model(found, threads=threads, graph_optimization=settings.graph_optimization,
+                  name=settings.model_name)
     manifest = found.manifest
     pipeline = pipelines.load(settings.pipeline or (manifest.pipeline if manifest else "tensor"),
                               model, manifest.pipeline_options if manifest else {})

@@ -1,6 +1,6 @@
 """The ONNX Runtime session: options sized for Lambda, the model's signature, ``run``.
 
-Session options (measured with ``python -m onnx_lambda.bench.handler_overhead``, see README):
+Session options (measured by the handler benchmark's session-option sweep; README, "Performance"):
 - ``intra_op_num_threads`` from the function's memory: Lambda gives 1 vCPU per 1,769 MB (max 6);
   more threads than the CPU share buys only adds contention. Capped by the visible CPUs.
 - Thread-pool spinning off: on Lambda a spinning worker burns the CPU quota the request needs.
@@ -112,7 +112,8 @@ def _spec(value: ValueInfo) -> TensorSpec:
 class Model:
     """An ONNX Runtime session plus its signature. ``run`` is the only per-request call."""
 
-    def __init__(self, artifact: Artifact, *, threads: int, graph_optimization: str) -> None:
+    def __init__(self, artifact: Artifact, *, threads: int, graph_optimization: str,
+                 name: str = "") -> None:
         self.artifact = artifact
         self.threads = threads
         level = graph_optimization
@@ -128,7 +129,7 @@ class Model:
         self.inputs = tuple(_spec(v) for v in self.session.inputs)
         self.outputs = tuple(_spec(v) for v in self.session.outputs)
         manifest = artifact.manifest
-        self.name = manifest.name if manifest else artifact.path.stem
+        self.name = name or (manifest.name if manifest else artifact.path.stem)
         self.version = str(manifest.metadata.get("version", "1")) if manifest else "1"
         self.input_by_name = {spec.name: spec for spec in self.inputs}
 

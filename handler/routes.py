@@ -49,4 +49,12 @@ def match(method: str, path: str) -> tuple[str, dict[str, str]]:
             raise MethodNotAllowedError(f"{method} {path}: allowed {allowed}",
                                         headers={"allow": allowed})
         return operation, {k: v for k, v in found.groupdict().items() if v is not None}
-    raise NotFoundError(f"no route {method} {path}; see GET /health and the README for routes")
+    # the echo is clipped so that the listing always fits the error's message limit
+    raise NotFoundError(f"no route {method[:20]} {path[:200]}; the routes are {listing()}")
+
+
+def listing() -> str:
+    """Every route as ``METHOD /path``, parameters as ``{name}`` (the 404's message)."""
+    model = "/v2/models/{name}[/versions/{version}]"
+    return ", ".join(f"{method} {pattern.pattern.replace(_MODEL, model)}"
+                     for pattern, methods in ROUTES for method in methods)

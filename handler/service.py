@@ -14,6 +14,7 @@ from typing import Any
 
 from handler import ping, routes, sources, tensors
 from handler.codecs import npy, simple, v2
+from handler.environment import EnvironmentState
 from handler.errors import (
     DeadlineExceededError,
     NotAcceptableError,
@@ -42,7 +43,7 @@ class Service:
         self.pipeline = pipeline
         self.telemetry = telemetry
         self.init_durations = init_durations
-        self.state = ping.EnvironmentState(settings.initialization_type)
+        self.state = EnvironmentState(settings.initialization_type)
         self._recent_inference_ms: deque[float] = deque(maxlen=32)
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
 

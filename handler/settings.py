@@ -1,4 +1,5 @@
-"""Every ``ONNX_LAMBDA_*`` variable, declared once, parsed once at init into a frozen ``Settings``.
+"""Every ``ONNX_LAMBDA_*`` variable, declared once, parsed once at init into an immutable
+``Settings``.
 
 Resolution order: explicit keyword argument > environment mapping > default. The environment is
 passed in as a mapping (never read at import time here), so tests need no module reloads.
@@ -59,8 +60,8 @@ VARIABLES: tuple[Variable, ...] = (
              "per environment. Relative paths resolve against the task root (the working "
              "directory)."),
     Variable("model_name", str, "",
-             "Name used in the `/v2/models/{name}` routes; default: the manifest's name or the "
-             "file stem."),
+             "The model's name in the `/v2/models/{name}` routes, V2 answers and `/health`; "
+             "default: the manifest's name or the file stem."),
     Variable("pipeline", str, "",
              "Pre/post-processing: `tensor`, `classifier`, `text-embedding` or a "
              "`package.module` with `preprocess`/`postprocess`; default: the manifest's, else "
@@ -122,7 +123,6 @@ class Settings(NamedTuple):
     memory_mb: int | None
     initialization_type: str
     function_name: str
-    function_version: str
     # ONNX_LAMBDA_* names in the environment that no setting reads (typos): logged at init.
     unknown: tuple[str, ...] = ()
 
@@ -146,7 +146,6 @@ class Settings(NamedTuple):
         values["memory_mb"] = int(memory) if memory.isdigit() else None
         values["initialization_type"] = env.get("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
         values["function_name"] = env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
-        values["function_version"] = env.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         known = {var.env_name for var in VARIABLES}
         values["unknown"] = tuple(sorted(
             name for name in env if name.startswith(PREFIX) and name not in known

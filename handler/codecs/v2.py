@@ -13,7 +13,7 @@ from handler import strict_json, tensors
 from handler.codecs.shapes import MAX_DIM, MAX_RANK, is_shape
 from handler.codecs.simple import loads, parse_json
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
-from handler.http import JSON, OCTET, Request, Response
+from handler.http import OCTET, Request, Response
 from handler.model import DATATYPES, Model
 from handler.ort.tensor import DTYPES, Tensor
 
@@ -208,4 +208,4 @@ def _typed(value: Any, kind: type, what: str) -> Any:
 _KINDS = {list: "a list", str: "a string", bool: "true or false"}
 
 
-__all__ = ["HEADER_LENGTH", "JSON", "Decoded", "decode", "encode", "metadata"]
+__all__ = ["HEADER_LENGTH", "Decoded", "decode", "encode", "metadata"]

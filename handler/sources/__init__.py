@@ -1,6 +1,7 @@
 """Event sources: each module says whether an event is its own and converts it to a ``Request``
-and a ``Response`` back to the shape that source expects. Tried in a fixed order (the most
-specific first; ``direct`` accepts anything). Add your own with ``register``.
+and a ``Response`` back to the shape that source expects. ``SOURCES`` are tried in a fixed order
+(the most specific first); an event none of them claims is a direct invocation (``DIRECT``, the
+event is the body). Add your own with ``register``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from handler.sources.function_url import FUNCTION_URL
 from handler.sources.http_api import HTTP_API
 from handler.sources.rest_api import REST_API
 
-SOURCES: list[EventSource] = [FUNCTION_URL, HTTP_API, REST_API, ALB, DIRECT]
+SOURCES: list[EventSource] = [FUNCTION_URL, HTTP_API, REST_API, ALB]
 
 
 def detect(event: Any) -> EventSource:
@@ -29,4 +30,4 @@ def register(source: EventSource, index: int = 0) -> None:
     SOURCES.insert(index, source)
 
 
-__all__ = ["SOURCES", "EventSource", "detect", "register"]
+__all__ = ["DIRECT", "SOURCES", "EventSource", "detect", "register"]

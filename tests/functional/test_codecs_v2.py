@@ -112,6 +112,16 @@ def test_metadata_and_health(multi: Any) -> None:
     assert multi(http_event("GET", "/v2/models/nope", ""), Context())["statusCode"] == 404
 
 
+def test_model_name_setting_names_the_v2_routes(make_service: Any, model_dir: Any) -> None:
+    """``ONNX_LAMBDA_MODEL_NAME`` replaces the file stem in every name the function answers."""
+    named = make_service(model_dir / "multi_io.onnx", model_name="ranker")
+    meta = json.loads(named(http_event("GET", "/v2/models/ranker", ""), Context())["body"])
+    assert meta["name"] == "ranker"
+    assert named(http_event("GET", "/v2/models/multi_io", ""), Context())["statusCode"] == 404
+    health = json.loads(named(http_event("GET", "/health", ""), Context())["body"])
+    assert health["model"] == "ranker"
+
+
 def test_direct_invocation_of_a_v2_request(multi: Any) -> None:
     event = {"inputs": [
         {"name": "a", "datatype": "FP32", "shape": [2, 3], "data": A.ravel().tolist()},

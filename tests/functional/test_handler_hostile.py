@@ -1,4 +1,4 @@
-"""Hostile requests against the real handler (issue 9): odd event fields, shapes that declare
+"""Hostile requests against the real handler: odd event fields, shapes that declare
 more than the body carries, mistyped Open Inference Protocol fields, Unicode digits, NaN and
 Infinity both ways, and failures in telemetry or encoding. Each answers a clear 4xx (or a 500
 JSON body for a real failure) in the event's own shape; nothing is ever raised to the runtime

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from handler.errors import MethodNotAllowedError, NotFoundError
-from handler.routes import match
+from handler.routes import ROUTES, match
 
 
 @pytest.mark.parametrize(("method", "path", "operation", "params"), [
@@ -24,6 +26,19 @@ def test_routes(method: str, path: str, operation: str, params: dict[str, str]) 
 def test_unknown_path_is_404() -> None:
     with pytest.raises(NotFoundError):
         match("GET", "/v2/models/m/infer/extra")
+
+
+@pytest.mark.parametrize("path", ["/nope", "/x" * 5000])
+def test_404_lists_the_routes_and_every_listed_route_matches(path: str) -> None:
+    with pytest.raises(NotFoundError) as info:
+        match("GET", path)
+    listed = info.value.message.split("; the routes are ", 1)[1].split(", ")
+    assert len(listed) == sum(len(methods) for _, methods in ROUTES)
+    for entry in listed:
+        method, template = entry.split(" ")
+        for optional in (r"\1", ""):  # "[/versions/{version}]" given and left out
+            concrete = re.sub(r"\[(.*?)\]", optional, template)
+            assert match(method, concrete.format(name="m", version="2"))
 
 
 def test_wrong_method_is_405_with_allow() -> None:
