@@ -1,0 +1,133 @@
+"""The emulator's Lambda Managed Instances environment: the real handler under the real runtime
+client with ``AWS_LAMBDA_MAX_CONCURRENCY=N`` (N forked workers, each with its own init), one
+Runtime API taking N concurrent ``/next`` polls, N invocations at once per environment and the
+next one throttled, memory summed over the workers, one CPU share, no orphans at stop."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from botocore.exceptions import ClientError
+
+from onnx_lambda.emulator import Emulator
+from onnx_lambda.server_process import start_server_process
+from onnx_lambda.source_tree import root
+from tests.e2e.emulator_support import lambda_client
+from tests.support import models
+
+pytestmark = pytest.mark.e2e
+ROOT = root()
+WORKERS = 3
+FUNCTION = "InferenceManagedFunction"
+# 4096 MB at 4 GiB per vCPU: one vCPU shared by the workers
+OVERRIDES = {"ColdStartStrategy": "managed-instances", "CapacityProviderSubnetIds": "subnet-1",
+             "ManagedInstancesConcurrency": str(WORKERS), "ManagedInstancesMemoryPerVCpu": "4"}
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
+
+
+@pytest.fixture(scope="module")
+def served(model: Path) -> Iterator[tuple[Emulator, list[str]]]:
+    lines: list[str] = []
+    emulator = Emulator(ROOT / "template.yaml", port=0, log=lines.append, concurrency=1,
+                        init_timeout_s=60.0,
+                        parameter_overrides={**OVERRIDES, "ModelPath": str(model)})
+    with emulator.running():
+        yield emulator, lines
+
+
+def ping(client: Any, hold_ms: int = 0) -> dict[str, Any]:
+    response = client.invoke(FunctionName=FUNCTION, Qualifier="live",
+                             Payload=json.dumps({"warmer": True, "holdMs": hold_ms}))
+    assert "FunctionError" not in response
+    return dict(json.loads(response["Payload"].read()))
+
+
+def test_one_environment_serves_n_invocations_at_once_and_throttles_the_next(
+        served: tuple[Emulator, list[str]]) -> None:
+    emulator, lines = served
+    pool = emulator.pools[FUNCTION]
+    client = lambda_client(emulator.url)
+    ping(client)  # the cold start: ready once the first worker polls
+    env = pool.environments[0]
+    wait_until(lambda: env.workers_ready == WORKERS)
+    assert len(env.worker_init_ms) == WORKERS
+    assert sum(f"process {k}/{WORKERS} initialised" in "\n".join(lines)
+               for k in range(1, WORKERS + 1)) == WORKERS
+
+    answers: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: answers.append(ping(client, 1500)))
+               for _ in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    wait_until(lambda: env.in_flight == WORKERS)
+    with pytest.raises(ClientError) as throttled:  # environments (1) x processes (3) in use
+        client.invoke(FunctionName=FUNCTION, Qualifier="live", Payload=b"{}")
+    assert throttled.value.response["Error"]["Code"] == "TooManyRequestsException"
+    for thread in threads:
+        thread.join(60)
+
+    assert len({answer["environmentId"] for answer in answers}) == WORKERS  # one per worker
+    assert len(pool.environments) == 1
+    held = pool.records[-WORKERS:]
+    assert {record.environment_id for record in held} == {env.id}
+    assert not any(record.cold for record in held)
+    reports = [line for line in lines if line.startswith("REPORT")]
+    assert len(reports) == len(pool.records) == WORKERS + 1  # one REPORT per invocation
+
+
+def test_memory_is_the_whole_environment_and_the_cpu_share_is_shared(
+        served: tuple[Emulator, list[str]]) -> None:
+    emulator, _ = served
+    pool = emulator.pools[FUNCTION]
+    env = pool.environments[0]
+    assert env.pid is not None
+    workers = psutil.Process(env.pid).children()
+    assert len(workers) == WORKERS
+    ping(lambda_client(emulator.url))
+    # the sum over the runtime and its workers, not one process's
+    rss_mb = sum(p.memory_info().rss for p in [psutil.Process(env.pid), *workers]) / 2**20
+    assert pool.records[-1].max_memory_used_mb >= 0.9 * rss_mb
+    cpu = pool.records[-1].cpu_limit
+    assert cpu == "unlimited" or "1.00 vCPU" in cpu
+    if cpu.startswith("cfs-quota"):  # one cgroup for all of them
+        groups = {Path(f"/proc/{p.pid}/cgroup").read_text() for p in [*workers]}
+        assert groups == {Path(f"/proc/{env.pid}/cgroup").read_text()}
+
+
+def test_serve_prints_the_processes_and_leaves_no_orphans(model: Path) -> None:
+    overrides = " ".join(f"{k}={v}" for k, v in {**OVERRIDES, "ModelPath": model}.items())
+    server = start_server_process(["--template", str(ROOT / "template.yaml"), "--concurrency",
+                                   "1", "--init-timeout", "60", "--parameter-overrides",
+                                   overrides], cwd=ROOT)
+    try:
+        assert f"Managed Instances: {WORKERS} processes per environment" in server.errors()
+        ping(lambda_client(server.url))
+        runtime = psutil.Process(server.process.pid).children()
+        assert len(runtime) == 1
+        wait_until(lambda: len(runtime[0].children()) == WORKERS)
+        processes = [runtime[0], *runtime[0].children()]
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(30)
+    finally:
+        server.stop()
+    wait_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+                               for p in processes), 10)
