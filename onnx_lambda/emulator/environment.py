@@ -57,6 +57,14 @@ PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 MEMORY_POLL_S = 0.02
 PIPE_BYTES = 1 << 20  # the default pipe-max-size
 PIDS_REFRESH_POLLS = 50
+# A Managed Instances runtime: awslambdaric's own ``__main__``, with every process it forks
+# (its workers) set to die with it, as the runtime dies with the emulator (die_with_parent):
+# no worker outlives an emulator that was killed outright, even one busy in its handler.
+MANAGED_RUNTIME = (
+    "import ctypes, os, runpy, signal\n"
+    "prctl = ctypes.CDLL(None).prctl\n"
+    "os.register_at_fork(after_in_child=lambda: prctl(1, signal.SIGKILL))\n"  # PDEATHSIG
+    "runpy.run_module('awslambdaric', run_name='__main__')\n")
 
 
 def function_arn(name: str, qualifier: str | None = None) -> str:
@@ -187,8 +195,10 @@ class Environment:
         self._api = runtime_api_server(self)
         port = await self._api.start("127.0.0.1", 0)
         overrides = dict(self._env_overrides)
+        command = [sys.executable, "-m", "awslambdaric", self.spec.handler]
         if self.spec.processes_per_environment:
             overrides["AWS_LAMBDA_MAX_CONCURRENCY"] = str(self.capacity)
+            command[1:3] = ["-c", MANAGED_RUNTIME]
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
                                  runtime_api=f"127.0.0.1:{port}", overrides=overrides)
         cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb,
@@ -203,9 +213,8 @@ class Environment:
         self._spawned_at = time.perf_counter()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "awslambdaric", self.spec.handler],
-                cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
-                stderr=write_fd, start_new_session=True, preexec_fn=preexec)
+                command, cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL,
+                stdout=write_fd, stderr=write_fd, start_new_session=True, preexec_fn=preexec)
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. a missing task root
             os.close(read_fd)
             self.state = "dead"

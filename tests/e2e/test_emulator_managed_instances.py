@@ -5,6 +5,7 @@ next one throttled, memory summed over the workers, one CPU share, no orphans at
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -18,9 +19,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from onnx_lambda.emulator import Emulator
-from onnx_lambda.server_process import start_server_process
+from onnx_lambda.server_process import ServerProcess, start_server_process
 from onnx_lambda.source_tree import root
-from tests.e2e.emulator_support import lambda_client
+from tests.e2e.emulator_support import HANDLERS, lambda_client
 from tests.support import models
 
 pytestmark = pytest.mark.e2e
@@ -113,11 +114,18 @@ def test_memory_is_the_whole_environment_and_the_cpu_share_is_shared(
         assert groups == {Path(f"/proc/{env.pid}/cgroup").read_text()}
 
 
-def test_serve_prints_the_processes_and_leaves_no_orphans(model: Path) -> None:
+def serve(template: Path, *args: str) -> ServerProcess:
+    return start_server_process(["--template", str(template), "--concurrency", "1",
+                                 "--init-timeout", "60", *args], cwd=ROOT)
+
+
+def gone(processes: list[psutil.Process]) -> bool:
+    return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
+
+
+def test_serve_prints_the_processes_and_sigterm_leaves_no_orphans(model: Path) -> None:
     overrides = " ".join(f"{k}={v}" for k, v in {**OVERRIDES, "ModelPath": model}.items())
-    server = start_server_process(["--template", str(ROOT / "template.yaml"), "--concurrency",
-                                   "1", "--init-timeout", "60", "--parameter-overrides",
-                                   overrides], cwd=ROOT)
+    server = serve(ROOT / "template.yaml", "--parameter-overrides", overrides)
     try:
         assert f"Managed Instances: {WORKERS} processes per environment" in server.errors()
         ping(lambda_client(server.url))
@@ -129,5 +137,32 @@ def test_serve_prints_the_processes_and_leaves_no_orphans(model: Path) -> None:
         server.process.wait(30)
     finally:
         server.stop()
-    wait_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-                               for p in processes), 10)
+    wait_until(lambda: gone(processes), 10)
+
+
+def test_a_killed_emulator_takes_even_a_busy_worker_with_it(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text(json.dumps({"Resources": {"Sleep": {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {"CodeUri": str(HANDLERS), "Handler": "fns.sleep", "Timeout": 60,
+                       "CapacityProviderConfig": {"PerExecutionEnvironmentMaxConcurrency": 2}},
+    }}}))
+    server = serve(template)
+    try:
+        client = lambda_client(server.url)
+        client.invoke(FunctionName="Sleep", Payload=b'{"seconds": 0}')
+        runtime = psutil.Process(server.process.pid).children()
+        wait_until(lambda: len(runtime[0].children()) == 2)
+        processes = [runtime[0], *runtime[0].children()]
+
+        def sleep() -> None:  # a worker asleep in its handler for longer than the test waits
+            with contextlib.suppress(Exception):  # the emulator dies under it
+                client.invoke(FunctionName="Sleep", Payload=b'{"seconds": 30}')
+
+        threading.Thread(target=sleep, daemon=True).start()
+        wait_until(lambda: server.errors().count("START RequestId") == 2)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(30)
+    finally:
+        server.stop()
+    wait_until(lambda: gone(processes), 10)
