@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import psutil
 import pytest
 from botocore.exceptions import ClientError
@@ -23,7 +24,9 @@ from onnx_lambda.server_process import ServerProcess, start_server_process
 from onnx_lambda.source_tree import root
 from tests.e2e.emulator_support import HANDLERS, lambda_client
 from tests.support import models
+from tests.support.s3_server import Counting, s3_server_fixture
 
+s3_server = s3_server_fixture
 pytestmark = pytest.mark.e2e
 ROOT = root()
 WORKERS = 3
@@ -71,8 +74,8 @@ def test_one_environment_serves_n_invocations_at_once_and_throttles_the_next(
     env = pool.environments[0]
     wait_until(lambda: env.workers_ready == WORKERS)
     assert len(env.worker_init_ms) == WORKERS
-    assert sum(f"process {k}/{WORKERS} initialised" in "\n".join(lines)
-               for k in range(1, WORKERS + 1)) == WORKERS
+    wait_until(lambda: sum(f"process {k}/{WORKERS} initialised" in "\n".join(lines)
+                           for k in range(1, WORKERS + 1)) == WORKERS)  # (logged after)
 
     answers: list[dict[str, Any]] = []
     threads = [threading.Thread(target=lambda: answers.append(ping(client, 1500)))
@@ -91,19 +94,22 @@ def test_one_environment_serves_n_invocations_at_once_and_throttles_the_next(
     held = pool.records[-WORKERS:]
     assert {record.environment_id for record in held} == {env.id}
     assert not any(record.cold for record in held)
-    reports = [line for line in lines if line.startswith("REPORT")]
-    assert len(reports) == len(pool.records) == WORKERS + 1  # one REPORT per invocation
+    # one REPORT per invocation (each written just after its response)
+    wait_until(lambda: sum(line.startswith("REPORT") for line in lines) == len(pool.records))
 
 
 def test_memory_is_the_whole_environment_and_the_cpu_share_is_shared(
         served: tuple[Emulator, list[str]]) -> None:
     emulator, _ = served
     pool = emulator.pools[FUNCTION]
+    client = lambda_client(emulator.url)
+    ping(client)
     env = pool.environments[0]
+    wait_until(lambda: env.workers_ready == WORKERS)
     assert env.pid is not None
     workers = psutil.Process(env.pid).children()
     assert len(workers) == WORKERS
-    ping(lambda_client(emulator.url))
+    ping(client)  # its REPORT: after every worker's init
     # the sum over the runtime and its workers, not one process's
     rss_mb = sum(p.memory_info().rss for p in [psutil.Process(env.pid), *workers]) / 2**20
     assert pool.records[-1].max_memory_used_mb >= 0.9 * rss_mb
@@ -112,6 +118,26 @@ def test_memory_is_the_whole_environment_and_the_cpu_share_is_shared(
     if cpu.startswith("cfs-quota"):  # one cgroup for all of them
         groups = {Path(f"/proc/{p.pid}/cgroup").read_text() for p in [*workers]}
         assert groups == {Path(f"/proc/{env.pid}/cgroup").read_text()}
+
+
+def test_the_workers_share_one_tmp_and_one_download(
+        tmp_path: Path, model: Path, s3_server: tuple[str, Counting]) -> None:
+    _, counting = s3_server
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="models")
+    s3.upload_file(str(model), "models", "lin/model.onnx")
+    cache = tmp_path / "tmp" / "onnx-lambda"  # the environment's /tmp, as the handler uses it
+    emulator = Emulator(ROOT / "template.yaml", port=0, log=None, concurrency=1,
+                        init_timeout_s=60.0,
+                        env_vars={FUNCTION: {"ONNX_LAMBDA_S3_CACHE_DIR": str(cache)}},
+                        parameter_overrides={**OVERRIDES,
+                                             "ModelS3Uri": "s3://models/lin/model.onnx"})
+    with emulator.running():
+        ping(lambda_client(emulator.url))
+        env = emulator.pools[FUNCTION].environments[0]
+        wait_until(lambda: env.workers_ready == WORKERS)  # each has loaded the model
+    assert counting.gets == 1  # one download, found in the shared /tmp by the others
+    assert (cache / "models" / "lin" / "model.onnx").is_file()
 
 
 def serve(template: Path, *args: str) -> ServerProcess:
