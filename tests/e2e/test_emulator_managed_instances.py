@@ -20,6 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from onnx_lambda.emulator import Emulator
+from onnx_lambda.emulator.template import FunctionSpec, TemplateSpec
 from onnx_lambda.server_process import ServerProcess, start_server_process
 from onnx_lambda.source_tree import root
 from tests.e2e.emulator_support import HANDLERS, lambda_client
@@ -138,6 +139,22 @@ def test_the_workers_share_one_tmp_and_one_download(
         wait_until(lambda: env.workers_ready == WORKERS)  # each has loaded the model
     assert counting.gets == 1  # one download, found in the shared /tmp by the others
     assert (cache / "models" / "lin" / "model.onnx").is_file()
+
+
+def test_an_init_error_in_every_worker_fails_the_cold_invocation() -> None:
+    broken = FunctionSpec(name="Broken", handler="broken.handler", task_root=HANDLERS,
+                          processes_per_environment=2, vcpus_per_environment=1.0)
+    emulator = Emulator(TemplateSpec(functions={"Broken": broken}, routes=[]), port=0,
+                        log=None)
+    with emulator.running():
+        response = lambda_client(emulator.url).invoke(FunctionName="Broken")
+        error = json.loads(response["Payload"].read())
+        assert response["FunctionError"] == "Unhandled"
+        assert "cannot initialise" in error["errorMessage"]
+        record = emulator.pools["Broken"].records[-1]
+        assert record.cold and record.error_type is not None
+        wait_until(lambda: not emulator.pools["Broken"].environments
+                   or all(e.state == "dead" for e in emulator.pools["Broken"].environments))
 
 
 def serve(template: Path, *args: str) -> ServerProcess:
