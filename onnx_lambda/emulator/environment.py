@@ -185,6 +185,12 @@ class Environment:
         return len(self._current)
 
     @property
+    def free_workers(self) -> int:
+        """Workers that can take an invocation: those initialised, less any still running one
+        that has timed out (under Managed Instances its code runs on)."""
+        return self.workers_ready - len(self._delivered - self._current.keys())
+
+    @property
     def doomed(self) -> bool:
         """Dead, or killed and not yet reaped: never hand it another invocation."""
         return self.state == "dead" or self._kill_reason is not None
@@ -267,7 +273,6 @@ class Environment:
             return await future
         finally:
             del self._current[invocation.request_id]
-            self._delivered.discard(invocation.request_id)
             self.invocations += 1
             self.last_used = time.monotonic()
             self._cancel_timer(invocation.request_id)
@@ -294,11 +299,14 @@ class Environment:
         invocation.delivered_at = time.perf_counter()
         invocation.deadline_ms = int(time.time() * 1000 + self.spec.timeout_s * 1000)
         self._timers[invocation.request_id] = self._loop.call_later(
-            self.spec.timeout_s, self.kill, "timeout")
+            self.spec.timeout_s, self._timed_out, invocation.request_id)
         return invocation
 
     def complete(self, request_id: str, body: bytes, error_type: str | None) -> str | None:
         if request_id not in self._current:
+            if request_id in self._delivered:  # a Managed Instances worker, past its timeout
+                self._delivered.discard(request_id)
+                return f"Invocation {request_id} already timed out"
             return f"Invalid request ID: {request_id}"
         invocation, future = self._current[request_id]
         if future.done():
@@ -327,6 +335,25 @@ class Environment:
             self._on_log(self, f"[{self.spec.name}] environment {self.id[:8]} process "
                                f"{self.workers_ready}/{self.capacity} initialised in "
                                f"{self.worker_init_ms[-1]:.1f} ms")
+
+    def _timed_out(self, request_id: str) -> None:
+        """The function timeout: the environment is killed, except under Managed Instances,
+        where the invocation fails alone and its worker runs on (AWS: "Understanding the
+        Lambda Managed Instances execution environment", independent timeouts)."""
+        self._timers.pop(request_id, None)
+        if self.capacity == 1:
+            self.kill("timeout")
+            return
+        invocation, future = self._current[request_id]
+        if not future.done():
+            self._drain()
+            future.set_result(Outcome(*self._timeout_error(request_id),
+                                      self._elapsed_ms(invocation)))
+
+    def _timeout_error(self, request_id: str) -> tuple[bytes, str]:
+        message = f"Task timed out after {self.spec.timeout_s:.2f} seconds"
+        return (error_payload("Sandbox.Timedout", f"RequestId: {request_id} Error: {message}"),
+                "Sandbox.Timedout")
 
     def _cancel_timer(self, request_id: str) -> None:
         timer = self._timers.pop(request_id, None)
@@ -381,12 +408,10 @@ class Environment:
     def _exit_error(self, request_id: str) -> tuple[bytes, str]:
         assert self._proc is not None
         if self._kill_reason == "timeout":
-            message = f"Task timed out after {self.spec.timeout_s:.2f} seconds"
-            error_type = "Sandbox.Timedout"
-        else:
-            message = f"Runtime exited with error: {exit_status(self._proc.returncode or 0)}"
-            error_type = ("Runtime.OutOfMemory" if self._kill_reason == "memory"
-                          else "Runtime.ExitError")
+            return self._timeout_error(request_id)
+        message = f"Runtime exited with error: {exit_status(self._proc.returncode or 0)}"
+        error_type = ("Runtime.OutOfMemory" if self._kill_reason == "memory"
+                      else "Runtime.ExitError")
         return error_payload(error_type, f"RequestId: {request_id} Error: {message}"), error_type
 
     def _on_exit(self) -> None:

@@ -8,11 +8,12 @@
   ``AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency``, are never reaped and are
   replaced when they die.
 - Idle on-demand environments are reaped after ``idle_timeout_s``.
-- A Managed Instances environment takes up to ``workers_ready`` invocations at once (its
-  workers initialised so far, at most ``processes_per_environment``), so the function's
-  concurrency is environments x processes; beyond it the invocation is throttled too, as
-  Lambda Managed Instances "reject new invokes to protect invokes that are already in flight"
-  (AWS: Troubleshooting Lambda Managed Instances). No environment is started for it beyond
+- A Managed Instances environment takes up to ``free_workers`` invocations at once (its
+  workers initialised so far, at most ``processes_per_environment``, less any still running
+  an invocation that timed out), so the function's concurrency is environments x processes;
+  beyond it the invocation is throttled too, as Lambda Managed Instances "reject new invokes
+  to protect invokes that are already in flight" (AWS: Troubleshooting Lambda Managed
+  Instances). No environment is started for it beyond
   the environment limit: on AWS new ones come from asynchronous scaling, not from a request.
 - Asynchronous (``Event``) invocations wait for capacity instead of being throttled: in a
   queue of futures, each woken when an environment is released (no polling).
@@ -190,7 +191,7 @@ class FunctionPool:
         for env in [e for e in self.environments if e.doomed and e not in self._leased]:
             self._discard(env)  # died or was killed while idle (e.g. from outside)
         free = [env for env in self.environments
-                if env.state in ("idle", "busy") and self._leased[env] < env.workers_ready]
+                if env.state in ("idle", "busy") and self._leased[env] < env.free_workers]
         if free:
             env = max(free, key=lambda e: (e in self._provisioned, e.last_used))
         elif len(self.environments) < self.limit:

@@ -157,6 +157,25 @@ def test_an_init_error_in_every_worker_fails_the_cold_invocation() -> None:
                    or all(e.state == "dead" for e in emulator.pools["Broken"].environments))
 
 
+def test_a_timeout_fails_its_invocation_alone_and_its_worker_runs_on() -> None:
+    sleep = FunctionSpec(name="Sleep", handler="fns.sleep", task_root=HANDLERS, timeout_s=1.0,
+                         processes_per_environment=2, vcpus_per_environment=1.0)
+    emulator = Emulator(TemplateSpec(functions={"Sleep": sleep}, routes=[]), port=0,
+                        log=None, concurrency=1)
+    with emulator.running():
+        client = lambda_client(emulator.url)
+        client.invoke(FunctionName="Sleep", Payload=b'{"seconds": 0}')
+        env = emulator.pools["Sleep"].environments[0]
+        wait_until(lambda: env.free_workers == 2)
+        response = client.invoke(FunctionName="Sleep", Payload=b'{"seconds": 3}')
+        assert json.loads(response["Payload"].read())["errorType"] == "Sandbox.Timedout"
+        assert env.free_workers == 1  # its worker still sleeps: one left to serve
+        other = client.invoke(FunctionName="Sleep", Payload=b'{"seconds": 0}')
+        assert "FunctionError" not in other
+        assert emulator.pools["Sleep"].environments == [env] and not env.doomed
+        wait_until(lambda: env.free_workers == 2)  # the late answer gives the worker back
+
+
 def serve(template: Path, *args: str) -> ServerProcess:
     return start_server_process(["--template", str(template), "--concurrency", "1",
                                  "--init-timeout", "60", *args], cwd=ROOT)
