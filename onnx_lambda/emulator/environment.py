@@ -33,45 +33,21 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.http11 import HttpServer
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
 from onnx_lambda.emulator.runtime_api import runtime_api_server
+from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
 from onnx_lambda.emulator.template import FunctionSpec
 
-REGION = "us-east-1"
-ACCOUNT_ID = "123456789012"
-# From the host into every environment: what a process needs to run, AWS credentials, and
-# endpoint overrides (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_<SERVICE>``), e.g. to point a
-# function's boto3 Lambda client back at this emulator.
-PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                "AWS_SESSION_TOKEN")
-PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 MEMORY_POLL_S = 0.02
 PIPE_BYTES = 1 << 20  # the default pipe-max-size
 PIDS_REFRESH_POLLS = 50
-# A Managed Instances runtime: awslambdaric's own ``__main__``, with every process it forks
-# (its workers) set to die with it, as the runtime dies with the emulator (die_with_parent):
-# no worker outlives an emulator that was killed outright, even one busy in its handler.
-MANAGED_RUNTIME = (
-    "import ctypes, os, runpy, signal\n"
-    "prctl = ctypes.CDLL(None).prctl\n"
-    "os.register_at_fork(after_in_child=lambda: prctl(1, signal.SIGKILL))\n"  # PDEATHSIG
-    "runpy.run_module('awslambdaric', run_name='__main__')\n")
-
-
-def function_arn(name: str, qualifier: str | None = None) -> str:
-    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
-    return f"{arn}:{qualifier}" if qualifier else arn
-
-
 def error_payload(error_type: str, message: str) -> bytes:
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
 
@@ -106,35 +82,6 @@ class EnvironmentFailed(Exception):
         super().__init__(error_type)
         self.payload = payload
         self.error_type = error_type
-
-
-def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
-                       env_id: str, overrides: dict[str, str]) -> dict[str, str]:
-    """The variables Lambda sets for a Python function, then the function's own."""
-    env = {key: value for key, value in os.environ.items()
-           if key in PASS_THROUGH or key.startswith(PASS_THROUGH_PREFIXES)}
-    day = time.strftime("%Y/%m/%d", time.gmtime())
-    env.update({
-        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "AWS_LAMBDA_INITIALIZATION_TYPE": init_type,
-        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
-        "AWS_LAMBDA_LOG_STREAM_NAME": f"{day}/[$LATEST]{env_id}",
-        "AWS_LAMBDA_RUNTIME_API": runtime_api,
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
-        "LAMBDA_TASK_ROOT": str(spec.task_root),
-        "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
-        "_HANDLER": spec.handler,
-        "PYTHONPATH": os.pathsep.join(str(p) for p in (spec.task_root, *spec.extra_paths)),
-        "LANG": "en_US.UTF-8",
-        "TZ": ":UTC",
-    })
-    env.update(spec.environment)
-    env.update(overrides)
-    return env
 
 
 class Environment:
@@ -200,13 +147,9 @@ class Environment:
         self.state = "init"
         self._api = runtime_api_server(self)
         port = await self._api.start("127.0.0.1", 0)
-        overrides = dict(self._env_overrides)
-        command = [sys.executable, "-m", "awslambdaric", self.spec.handler]
-        if self.spec.processes_per_environment:
-            overrides["AWS_LAMBDA_MAX_CONCURRENCY"] = str(self.capacity)
-            command[1:3] = ["-c", MANAGED_RUNTIME]
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
-                                 runtime_api=f"127.0.0.1:{port}", overrides=overrides)
+                                 runtime_api=f"127.0.0.1:{port}",
+                                 overrides=self._env_overrides)
         cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb,
                                      self.spec.vcpus_per_environment)
 
@@ -219,8 +162,9 @@ class Environment:
         self._spawned_at = time.perf_counter()
         try:
             self._proc = subprocess.Popen(
-                command, cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL,
-                stdout=write_fd, stderr=write_fd, start_new_session=True, preexec_fn=preexec)
+                runtime_command(self.spec), cwd=self.spec.task_root, env=env,
+                stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                start_new_session=True, preexec_fn=preexec)
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. a missing task root
             os.close(read_fd)
             self.state = "dead"

@@ -35,10 +35,10 @@ from onnx_lambda.emulator.environment import (
     EnvironmentFailed,
     Invocation,
     Outcome,
-    function_arn,
 )
 from onnx_lambda.emulator.limits import CpuLimiter
 from onnx_lambda.emulator.report import InvocationRecord, billed_ms, start_line
+from onnx_lambda.emulator.runtime_launch import function_arn
 from onnx_lambda.emulator.template import FunctionSpec
 
 ON_DEMAND = "on-demand"
