@@ -19,9 +19,10 @@ A Lambda Managed Instances function (``processes_per_environment`` N) runs one r
 ``AWS_LAMBDA_MAX_CONCURRENCY=N``: awslambdaric forks N workers (one ``/tmp``, one cgroup),
 each importing the handler and polling ``/next``. The first poll ends the environment's init
 (``init_ms``); :attr:`Environment.workers_ready` counts the workers initialised so far (the
-most that have been polling or serving at once), and is how many invocations the environment
-takes at the same time. Its log lines are attached to an invocation when only one is in
-flight, else by the request id they carry (LMI logs are JSON with ``requestId``).
+most that have been polling or serving at once); :attr:`Environment.free_workers`, those less
+any still running an invocation that timed out, is how many it takes at the same time. Its
+log lines are attached to an invocation when only one is in flight, else by the request id
+they carry (LMI logs are JSON with ``requestId``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from onnx_lambda.emulator.template import FunctionSpec
 MEMORY_POLL_S = 0.02
 PIPE_BYTES = 1 << 20  # the default pipe-max-size
 PIDS_REFRESH_POLLS = 50
+
+
 def error_payload(error_type: str, message: str) -> bytes:
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
 
