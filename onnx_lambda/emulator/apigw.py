@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from onnx_lambda.emulator import ids
-from onnx_lambda.emulator.environment import ACCOUNT_ID, REGION
 from onnx_lambda.emulator.http_types import Response, json_response
 from onnx_lambda.emulator.limits import HTTP_API_HEAD_BYTES
+from onnx_lambda.emulator.runtime_launch import ACCOUNT_ID, REGION
 
 TEXT_TYPES = ("text/*", "application/json", "application/*+json", "application/xml",
               "application/*+xml", "application/javascript", "application/x-javascript")

@@ -14,6 +14,15 @@ write: waking the emulator for each line the handler prints (an EMF metrics line
 is common) put a context switch in the middle of every warm invocation. Lines written
 during an invocation are attached to it (for ``LogType=Tail``); the drain before a result
 is accepted makes everything the handler printed before returning belong to its invocation.
+
+A Lambda Managed Instances function (``processes_per_environment`` N) runs one runtime with
+``AWS_LAMBDA_MAX_CONCURRENCY=N``: awslambdaric forks N workers (one ``/tmp``, one cgroup),
+each importing the handler and polling ``/next``. The first poll ends the environment's init
+(``init_ms``); :attr:`Environment.workers_ready` counts the workers initialised so far (the
+most that have been polling or serving at once); :attr:`Environment.free_workers`, those less
+any still running an invocation that timed out, is how many it takes at the same time. Its
+log lines are attached to an invocation when only one is in flight, else by the request id
+they carry (LMI logs are JSON with ``requestId``).
 """
 
 from __future__ import annotations
@@ -25,35 +34,21 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.http11 import HttpServer
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
 from onnx_lambda.emulator.runtime_api import runtime_api_server
+from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
 from onnx_lambda.emulator.template import FunctionSpec
 
-REGION = "us-east-1"
-ACCOUNT_ID = "123456789012"
-# From the host into every environment: what a process needs to run, AWS credentials, and
-# endpoint overrides (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_<SERVICE>``), e.g. to point a
-# function's boto3 Lambda client back at this emulator.
-PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                "AWS_SESSION_TOKEN")
-PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 MEMORY_POLL_S = 0.02
 PIPE_BYTES = 1 << 20  # the default pipe-max-size
 PIDS_REFRESH_POLLS = 50
-
-
-def function_arn(name: str, qualifier: str | None = None) -> str:
-    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
-    return f"{arn}:{qualifier}" if qualifier else arn
 
 
 def error_payload(error_type: str, message: str) -> bytes:
@@ -92,37 +87,8 @@ class EnvironmentFailed(Exception):
         self.error_type = error_type
 
 
-def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
-                       env_id: str, overrides: dict[str, str]) -> dict[str, str]:
-    """The variables Lambda sets for a Python function, then the function's own."""
-    env = {key: value for key, value in os.environ.items()
-           if key in PASS_THROUGH or key.startswith(PASS_THROUGH_PREFIXES)}
-    day = time.strftime("%Y/%m/%d", time.gmtime())
-    env.update({
-        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "AWS_LAMBDA_INITIALIZATION_TYPE": init_type,
-        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
-        "AWS_LAMBDA_LOG_STREAM_NAME": f"{day}/[$LATEST]{env_id}",
-        "AWS_LAMBDA_RUNTIME_API": runtime_api,
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
-        "LAMBDA_TASK_ROOT": str(spec.task_root),
-        "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
-        "_HANDLER": spec.handler,
-        "PYTHONPATH": os.pathsep.join(str(p) for p in (spec.task_root, *spec.extra_paths)),
-        "LANG": "en_US.UTF-8",
-        "TZ": ":UTC",
-    })
-    env.update(spec.environment)
-    env.update(overrides)
-    return env
-
-
 class Environment:
-    """A single-concurrency execution environment (one child process)."""
+    """An execution environment: one runtime process, or N workers under Managed Instances."""
 
     def __init__(self, spec: FunctionSpec, *, init_type: str, cpu: CpuLimiter,
                  enforce_memory: bool, env_overrides: dict[str, str],
@@ -132,6 +98,9 @@ class Environment:
         self.init_type = init_type
         self.state = "new"  # new -> init -> idle <-> busy -> dead
         self.init_ms: float | None = None
+        self.capacity = spec.processes_per_environment or 1
+        self.workers_ready = 0
+        self.worker_init_ms: list[float] = []  # each worker's init, in the order they polled
         self.invocations = 0
         self.last_used = time.monotonic()
         self.max_memory_mb = 0.0
@@ -141,8 +110,10 @@ class Environment:
         self._on_log = on_log
         self._loop = asyncio.get_running_loop()
         self._ready: asyncio.Future[float] = self._loop.create_future()
-        self._queue: asyncio.Queue[Invocation] = asyncio.Queue(maxsize=1)
-        self._current: tuple[Invocation, asyncio.Future[Outcome]] | None = None
+        self._queue: asyncio.Queue[Invocation] = asyncio.Queue(maxsize=self.capacity)
+        self._current: dict[str, tuple[Invocation, asyncio.Future[Outcome]]] = {}
+        self._delivered: set[str] = set()  # handed to a worker, no result yet
+        self._polling = 0  # workers blocked in /next
         self._init_error: tuple[bytes, str] | None = None
         self._kill_reason: str | None = None
         self._partial = b""
@@ -150,13 +121,24 @@ class Environment:
         self._polls = 0
         self._api: HttpServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self.exited = asyncio.Event()
 
     @property
     def pid(self) -> int | None:
         """The runtime process (the root of the environment's process tree)."""
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def in_flight(self) -> int:
+        """Invocations handed to the environment and not yet answered."""
+        return len(self._current)
+
+    @property
+    def free_workers(self) -> int:
+        """Workers that can take an invocation: those initialised, less any still running one
+        that has timed out (under Managed Instances its code runs on)."""
+        return self.workers_ready - len(self._delivered - self._current.keys())
 
     @property
     def doomed(self) -> bool:
@@ -171,7 +153,8 @@ class Environment:
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
                                  runtime_api=f"127.0.0.1:{port}",
                                  overrides=self._env_overrides)
-        cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb)
+        cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb,
+                                     self.spec.vcpus_per_environment)
 
         def preexec() -> None:
             die_with_parent()
@@ -182,9 +165,9 @@ class Environment:
         self._spawned_at = time.perf_counter()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "awslambdaric", self.spec.handler],
-                cwd=self.spec.task_root, env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
-                stderr=write_fd, start_new_session=True, preexec_fn=preexec)
+                runtime_command(self.spec), cwd=self.spec.task_root, env=env,
+                stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                start_new_session=True, preexec_fn=preexec)
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. a missing task root
             os.close(read_fd)
             self.state = "dead"
@@ -230,17 +213,17 @@ class Environment:
     # -- invocations -------------------------------------------------------------------
     async def invoke(self, invocation: Invocation) -> Outcome:
         future: asyncio.Future[Outcome] = self._loop.create_future()
-        self._current = (invocation, future)
+        self._current[invocation.request_id] = (invocation, future)
         self.state = "busy"
         self._queue.put_nowait(invocation)
         try:
             return await future
         finally:
-            self._current = None
+            del self._current[invocation.request_id]
             self.invocations += 1
             self.last_used = time.monotonic()
-            self._cancel_timer()
-            if self.state == "busy":
+            self._cancel_timer(invocation.request_id)
+            if self.state == "busy" and not self._current:
                 self.state = "idle"
             # off the response path: the peak this invocation reached shows in the next
             # REPORT (and in this one through the poll, when it lasted a poll interval)
@@ -252,35 +235,77 @@ class Environment:
             self.init_ms = (time.perf_counter() - self._spawned_at) * 1000.0
             self.state = "idle"
             self._ready.set_result(self.init_ms)
-        invocation = await self._queue.get()
+        self._polling += 1
+        if self._polling + len(self._delivered) > self.workers_ready:
+            self._worker_ready()
+        try:
+            invocation = await self._queue.get()
+        finally:
+            self._polling -= 1
+        self._delivered.add(invocation.request_id)
         invocation.delivered_at = time.perf_counter()
         invocation.deadline_ms = int(time.time() * 1000 + self.spec.timeout_s * 1000)
-        self._timer = self._loop.call_later(self.spec.timeout_s, self.kill, "timeout")
+        self._timers[invocation.request_id] = self._loop.call_later(
+            self.spec.timeout_s, self._timed_out, invocation.request_id)
         return invocation
 
     def complete(self, request_id: str, body: bytes, error_type: str | None) -> str | None:
-        if self._current is None or self._current[0].request_id != request_id:
+        if request_id not in self._current:
+            if request_id in self._delivered:  # a Managed Instances worker, past its timeout
+                self._delivered.discard(request_id)
+                return f"Invocation {request_id} already timed out"
             return f"Invalid request ID: {request_id}"
-        invocation, future = self._current
+        invocation, future = self._current[request_id]
         if future.done():
             return f"Invocation {request_id} already completed"
-        self._cancel_timer()
+        self._cancel_timer(request_id)
+        self._delivered.discard(request_id)
         self._drain()
         if error_type is not None:
             error_type = _error_type(body, error_type)
         future.set_result(Outcome(body, error_type, self._elapsed_ms(invocation)))
-        if error_type == "Function.ResponseSizeTooLarge":
-            self.kill("response-too-large")  # the runtime client does not survive the 413
+        if error_type == "Function.ResponseSizeTooLarge" and self.capacity == 1:
+            # the runtime client does not survive the 413 (an LMI worker logs it, goes on)
+            self.kill("response-too-large")
         return None
 
     def init_failed(self, body: bytes, error_type: str | None) -> None:
         self._init_error = (body, _error_type(body, error_type or "Runtime.Unknown"))
 
     # -- internals ---------------------------------------------------------------------
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def _worker_ready(self) -> None:
+        """One more worker is polling or serving than ever before: its init has ended."""
+        self.workers_ready += 1
+        self.worker_init_ms.append((time.perf_counter() - self._spawned_at) * 1000.0)
+        if self.capacity > 1:
+            self._refresh_pids()  # the forked workers count towards the memory
+            self._on_log(self, f"[{self.spec.name}] environment {self.id[:8]} process "
+                               f"{self.workers_ready}/{self.capacity} initialised in "
+                               f"{self.worker_init_ms[-1]:.1f} ms")
+
+    def _timed_out(self, request_id: str) -> None:
+        """The function timeout: the environment is killed, except under Managed Instances,
+        where the invocation fails alone and its worker runs on (AWS: "Understanding the
+        Lambda Managed Instances execution environment", independent timeouts)."""
+        self._timers.pop(request_id, None)
+        if self.capacity == 1:
+            self.kill("timeout")
+            return
+        invocation, future = self._current[request_id]
+        if not future.done():
+            self._drain()
+            future.set_result(Outcome(*self._timeout_error(request_id),
+                                      self._elapsed_ms(invocation)))
+
+    def _timeout_error(self, request_id: str) -> tuple[bytes, str]:
+        message = f"Task timed out after {self.spec.timeout_s:.2f} seconds"
+        return (error_payload("Sandbox.Timedout", f"RequestId: {request_id} Error: {message}"),
+                "Sandbox.Timedout")
+
+    def _cancel_timer(self, request_id: str) -> None:
+        timer = self._timers.pop(request_id, None)
+        if timer is not None:
+            timer.cancel()
 
     def _elapsed_ms(self, invocation: Invocation) -> float:
         start = invocation.delivered_at or time.perf_counter()
@@ -300,8 +325,9 @@ class Environment:
         *lines, self._partial = (self._partial + data).split(b"\n")
         for raw in lines:
             line = raw.decode(errors="replace").replace("\r", "\n")
-            if self._current is not None:
-                self._current[0].log.append(line)
+            for request_id, (invocation, _) in self._current.items():
+                if len(self._current) == 1 or request_id in line:
+                    invocation.log.append(line)
             self._on_log(self, line)
 
     def _refresh_pids(self) -> None:
@@ -329,12 +355,10 @@ class Environment:
     def _exit_error(self, request_id: str) -> tuple[bytes, str]:
         assert self._proc is not None
         if self._kill_reason == "timeout":
-            message = f"Task timed out after {self.spec.timeout_s:.2f} seconds"
-            error_type = "Sandbox.Timedout"
-        else:
-            message = f"Runtime exited with error: {exit_status(self._proc.returncode or 0)}"
-            error_type = ("Runtime.OutOfMemory" if self._kill_reason == "memory"
-                          else "Runtime.ExitError")
+            return self._timeout_error(request_id)
+        message = f"Runtime exited with error: {exit_status(self._proc.returncode or 0)}"
+        error_type = ("Runtime.OutOfMemory" if self._kill_reason == "memory"
+                      else "Runtime.ExitError")
         return error_payload(error_type, f"RequestId: {request_id} Error: {message}"), error_type
 
     def _on_exit(self) -> None:
@@ -362,10 +386,10 @@ class Environment:
                         "Sandbox.Timedout", "INIT phase timed out"), "Sandbox.Timedout")
             self._ready.set_exception(EnvironmentFailed(*self._init_error))
             self._ready.exception()  # retrieved here: a provisioned start may never await it
-        if self._current is not None and not self._current[1].done():
-            invocation, future = self._current
-            payload, error_type = self._exit_error(invocation.request_id)
-            future.set_result(Outcome(payload, error_type, self._elapsed_ms(invocation)))
+        for invocation, future in self._current.values():
+            if not future.done():
+                payload, error_type = self._exit_error(invocation.request_id)
+                future.set_result(Outcome(payload, error_type, self._elapsed_ms(invocation)))
         self.exited.set()
 
 

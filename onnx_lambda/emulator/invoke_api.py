@@ -21,7 +21,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from onnx_lambda.emulator import apigw, ids
-from onnx_lambda.emulator.environment import function_arn
 from onnx_lambda.emulator.http11 import Request, Response, json_response
 from onnx_lambda.emulator.limits import (
     LAMBDA_ASYNC_PAYLOAD_BYTES,
@@ -30,6 +29,7 @@ from onnx_lambda.emulator.limits import (
 )
 from onnx_lambda.emulator.pool import FunctionPool, Throttled
 from onnx_lambda.emulator.report import log_tail
+from onnx_lambda.emulator.runtime_launch import function_arn
 
 PATH = "/2015-03-31/functions/{name}/invocations"
 _PATH = re.compile(re.escape(PATH).replace(re.escape("{name}"), "([^/]+)"))

@@ -5,7 +5,8 @@ CPU: Lambda gives a function CPU in proportion to its memory (1,769 MB = one vCP
 cgroup v1 ``cpu`` controller when the host lets us create one (``mode == "cfs-quota"``),
 otherwise approximates it by pinning the environment to whole cores (``"pinned"``), or does
 nothing (``"off"``). The child joins its cgroup / affinity before ``exec`` (in
-``preexec``), so init is limited too.
+``preexec``), so init is limited too. A Managed Instances environment has its own vCPU count
+(memory / GiB per vCPU), shared by all its processes: they inherit the cgroup / affinity.
 
 Memory: measured as the sum of ``VmHWM`` (peak resident set) over the environment's process
 tree, read from ``/proc``; this is both "Max Memory Used" and the value checked against the
@@ -106,8 +107,9 @@ class CpuLimiter:
             raise ValueError(f"unknown CPU limit mode {mode!r}")
         self.mode = mode
 
-    def describe(self, memory_mb: int) -> str:
-        share = vcpus_for(memory_mb)
+    def describe(self, memory_mb: int, vcpus: float | None = None) -> str:
+        """``vcpus``: a Managed Instances environment's own share (else the memory's)."""
+        share = vcpus_for(memory_mb) if vcpus is None else vcpus
         if self.mode == "cfs-quota":
             return f"cfs-quota {share:.2f} vCPU"
         if self.mode == "pinned":
@@ -117,9 +119,11 @@ class CpuLimiter:
     def _cores_for(self, share: float) -> int:
         return max(1, min(math.ceil(share), os.cpu_count() or 1))
 
-    def prepare(self, env_id: str, memory_mb: int) -> Callable[[], None]:
-        """Set up the limit for one environment; returns the ``preexec`` step for its child."""
-        share = vcpus_for(memory_mb)
+    def prepare(self, env_id: str, memory_mb: int,
+                vcpus: float | None = None) -> Callable[[], None]:
+        """Set up the limit for one environment; returns the ``preexec`` step for its child
+        (whose forked children, a Managed Instances environment's workers, share it)."""
+        share = vcpus_for(memory_mb) if vcpus is None else vcpus
         if self.mode == "cfs-quota":
             assert self._group_root is not None
             group = self._group_root / env_id

@@ -8,6 +8,13 @@
   ``AWS_LAMBDA_INITIALIZATION_TYPE=provisioned-concurrency``, are never reaped and are
   replaced when they die.
 - Idle on-demand environments are reaped after ``idle_timeout_s``.
+- A Managed Instances environment takes up to ``free_workers`` invocations at once (its
+  workers initialised so far, at most ``processes_per_environment``, less any still running
+  an invocation that timed out), so the function's concurrency is environments x processes;
+  beyond it the invocation is throttled too, as Lambda Managed Instances "reject new invokes
+  to protect invokes that are already in flight" (AWS: Troubleshooting Lambda Managed
+  Instances). No environment is started for it beyond
+  the environment limit: on AWS new ones come from asynchronous scaling, not from a request.
 - Asynchronous (``Event``) invocations wait for capacity instead of being throttled: in a
   queue of futures, each woken when an environment is released (no polling).
 """
@@ -28,10 +35,10 @@ from onnx_lambda.emulator.environment import (
     EnvironmentFailed,
     Invocation,
     Outcome,
-    function_arn,
 )
 from onnx_lambda.emulator.limits import CpuLimiter
 from onnx_lambda.emulator.report import InvocationRecord, billed_ms, start_line
+from onnx_lambda.emulator.runtime_launch import function_arn
 from onnx_lambda.emulator.template import FunctionSpec
 
 ON_DEMAND = "on-demand"
@@ -71,7 +78,8 @@ class FunctionPool:
         self.records: list[InvocationRecord] = []
         self._cpu = cpu
         self._emit = emit
-        self._leased: set[Environment] = set()
+        # invocations (or a start-up) holding each environment; an entry leaves at zero
+        self._leased: collections.Counter[Environment] = collections.Counter()
         self._provisioned: set[Environment] = set()
         self._tasks: set[asyncio.Task[object]] = set()  # event invocations, provisioning
         self._closing: set[asyncio.Task[object]] = set()  # environments being closed
@@ -106,7 +114,8 @@ class FunctionPool:
         if self._limits is None:  # fixed for the pool's life; read by every REPORT
             memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
                       else "off")
-            self._limits = self._cpu.describe(self.spec.memory_mb), memory
+            self._limits = (self._cpu.describe(self.spec.memory_mb,
+                                               self.spec.vcpus_per_environment), memory)
         return self._limits
 
     # -- invocations -------------------------------------------------------------------
@@ -182,19 +191,22 @@ class FunctionPool:
         for env in [e for e in self.environments if e.doomed and e not in self._leased]:
             self._discard(env)  # died or was killed while idle (e.g. from outside)
         free = [env for env in self.environments
-                if env.state == "idle" and env not in self._leased]
+                if env.state in ("idle", "busy") and self._leased[env] < env.free_workers]
         if free:
             env = max(free, key=lambda e: (e in self._provisioned, e.last_used))
         elif len(self.environments) < self.limit:
             env = self._new_environment(ON_DEMAND)
         else:
             raise Throttled(self.spec.name)
-        self._leased.add(env)
+        self._leased[env] += 1
         return env
 
     def _release(self, env: Environment) -> None:
-        self._leased.discard(env)
-        if env.doomed:  # e.g. killed after an oversized response, exit not yet seen
+        self._leased[env] -= 1
+        if self._leased[env] <= 0:
+            del self._leased[env]
+        if env.doomed and env in self.environments:  # e.g. killed after an oversized
+            # response, exit not yet seen (once: a Managed Instances one has several leases)
             self._discard(env)
         while self._waiting:  # capacity for one queued event invocation
             waiter = self._waiting.popleft()
@@ -222,7 +234,7 @@ class FunctionPool:
     async def _provision(self) -> None:
         env = self._new_environment(PROVISIONED)
         self._provisioned.add(env)
-        self._leased.add(env)  # not schedulable until ready
+        self._leased[env] += 1  # not schedulable until ready
         try:
             await env.start()
             await env.wait_ready(self.config.init_timeout_s)

@@ -158,10 +158,11 @@ class Emulator:
                 f"{spec.timeout_s:g} s, concurrency {pool.limit}, provisioned "
                 f"{spec.provisioned}; CPU {cpu}; memory limit {memory}")
             if spec.processes_per_environment:
-                # Not AWS_LAMBDA_MAX_CONCURRENCY: awslambdaric would fork that many workers
-                # into one environment, and these environments serve one request at a time.
-                lines.append(f"    Managed Instances: {spec.processes_per_environment} processes "
-                             "per environment on AWS; here each environment is one process")
+                processes = spec.processes_per_environment
+                lines.append(f"    Managed Instances: {processes} processes per environment "
+                             f"(AWS_LAMBDA_MAX_CONCURRENCY={processes}) sharing "
+                             f"{spec.vcpus_per_environment:g} vCPU and one /tmp; up to "
+                             f"{pool.limit * processes} concurrent invocations")
             lines.append(f"    invoke: POST {self.url}{PATH.format(name=name)}")
             if name in self.function_urls:
                 lines.append(f"    function URL: {self.function_urls[name]}/")

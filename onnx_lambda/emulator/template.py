@@ -44,7 +44,9 @@ class FunctionSpec:
     function_url: bool = False
     extra_paths: tuple[Path, ...] = ()
     # Lambda Managed Instances (a CapacityProviderConfig): processes per execution environment
+    # and the vCPUs those processes share
     processes_per_environment: int | None = None
+    vcpus_per_environment: float | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ class _Reader:
             function_url="FunctionUrlConfig" in properties,
             extra_paths=(self.root,) if task_root.resolve() != self.root else (),
             processes_per_environment=_processes(properties),
+            vcpus_per_environment=_vcpus(properties),
         )
 
     def routes(self, name: str, properties: dict[str, Any]) -> list[RouteSpec]:
@@ -199,15 +202,25 @@ class _Reader:
 
 def _processes(properties: Mapping[str, Any]) -> int | None:
     """Python processes per Managed Instances environment: the configured maximum
-    concurrency, else Lambda's default of 16 per vCPU (memory / GiB per vCPU)."""
+    concurrency, else Lambda's default of 16 per vCPU."""
     config = properties.get("CapacityProviderConfig")
-    if not isinstance(config, dict):
+    vcpus = _vcpus(properties)
+    if not isinstance(config, dict) or vcpus is None:
         return None
     if config.get("PerExecutionEnvironmentMaxConcurrency"):
         return int(config["PerExecutionEnvironmentMaxConcurrency"])
+    return 16 * int(vcpus)
+
+
+def _vcpus(properties: Mapping[str, Any]) -> float | None:
+    """A Managed Instances environment's vCPUs: its memory divided by
+    ``ExecutionEnvironmentMemoryGiBPerVCpu`` (whole vCPUs, at least one)."""
+    config = properties.get("CapacityProviderConfig")
+    if not isinstance(config, dict):
+        return None
     ratio = float(config.get("ExecutionEnvironmentMemoryGiBPerVCpu", 2))
     memory_mb = int(properties.get("MemorySize", DEFAULT_MEMORY_MB))
-    return 16 * max(1, round(memory_mb / 1024.0 / ratio))
+    return float(max(1, round(memory_mb / 1024.0 / ratio)))
 
 
 def _env_value(value: Any) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.emulator.environment import lambda_environment
+from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
 from onnx_lambda.emulator.template import FunctionSpec
 
 
@@ -29,3 +29,16 @@ def test_lambda_variables_then_function_then_overrides(monkeypatch: pytest.Monke
     assert (env["A"], env["B"]) == ("template", "override")
     assert env["AWS_ENDPOINT_URL_LAMBDA"] == "http://127.0.0.1:3000"
     assert "SOME_HOST_SETTING" not in env
+
+
+def test_a_managed_instances_runtime_forks_its_processes() -> None:
+    plain = FunctionSpec(name="F", handler="app.handler", task_root=Path("/code"))
+    managed = FunctionSpec(name="F", handler="app.handler", task_root=Path("/code"),
+                           processes_per_environment=3, vcpus_per_environment=1.0)
+    plain_env, managed_env = (
+        lambda_environment(spec, init_type="on-demand", runtime_api="h:1", env_id="e",
+                           overrides={}) for spec in (plain, managed))
+    assert "AWS_LAMBDA_MAX_CONCURRENCY" not in plain_env
+    assert managed_env["AWS_LAMBDA_MAX_CONCURRENCY"] == "3"
+    assert runtime_command(plain)[1:] == ["-m", "awslambdaric", "app.handler"]
+    assert runtime_command(managed)[-1] == "app.handler"  # awslambdaric's __main__, via -c

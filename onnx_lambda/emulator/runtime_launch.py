@@ -1,0 +1,71 @@
+"""How an execution environment's runtime process starts: the variables Lambda sets and the
+command line (the real runtime client, ``python -m awslambdaric HANDLER``; for a Managed
+Instances function with ``AWS_LAMBDA_MAX_CONCURRENCY``, its forked workers tied to it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from onnx_lambda.emulator.template import FunctionSpec
+
+REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"
+# From the host into every environment: what a process needs to run, AWS credentials, and
+# endpoint overrides (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_<SERVICE>``), e.g. to point a
+# function's boto3 Lambda client back at this emulator.
+PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN")
+PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
+# A Managed Instances runtime: awslambdaric's own ``__main__``, with every process it forks
+# (its workers) set to die with it, as the runtime dies with the emulator (die_with_parent):
+# no worker outlives an emulator that was killed outright, even one busy in its handler.
+MANAGED_RUNTIME = (
+    "import ctypes, os, runpy, signal\n"
+    "prctl = ctypes.CDLL(None).prctl\n"
+    "os.register_at_fork(after_in_child=lambda: prctl(1, signal.SIGKILL))\n"  # PDEATHSIG
+    "runpy.run_module('awslambdaric', run_name='__main__')\n")
+
+
+def function_arn(name: str, qualifier: str | None = None) -> str:
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
+    return f"{arn}:{qualifier}" if qualifier else arn
+
+
+def runtime_command(spec: FunctionSpec) -> list[str]:
+    if spec.processes_per_environment:
+        return [sys.executable, "-c", MANAGED_RUNTIME, spec.handler]
+    return [sys.executable, "-m", "awslambdaric", spec.handler]
+
+
+def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
+                       env_id: str, overrides: dict[str, str]) -> dict[str, str]:
+    """The variables Lambda sets for a Python function, then the function's own."""
+    env = {key: value for key, value in os.environ.items()
+           if key in PASS_THROUGH or key.startswith(PASS_THROUGH_PREFIXES)}
+    day = time.strftime("%Y/%m/%d", time.gmtime())
+    env.update({
+        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_INITIALIZATION_TYPE": init_type,
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": f"{day}/[$LATEST]{env_id}",
+        "AWS_LAMBDA_RUNTIME_API": runtime_api,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
+        "LAMBDA_TASK_ROOT": str(spec.task_root),
+        "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
+        "_HANDLER": spec.handler,
+        "PYTHONPATH": os.pathsep.join(str(p) for p in (spec.task_root, *spec.extra_paths)),
+        "LANG": "en_US.UTF-8",
+        "TZ": ":UTC",
+    })
+    if spec.processes_per_environment:  # awslambdaric forks this many workers
+        env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(spec.processes_per_environment)
+    env.update(spec.environment)
+    env.update(overrides)
+    return env
