@@ -1,5 +1,5 @@
 """``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``). ``onnx-lambda inspect MODEL``: a model's signature and build advice.
+name (``digits``, ``minilm``).
 
 build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
 do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
@@ -101,7 +101,6 @@ def register(subparsers: Any) -> None:
                       help="top-1 agreement, classifiers only (0.99)")
     gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
     parser.set_defaults(func=run)
-    _register_inspect(subparsers)
 
 
 def _block_size(text: str) -> int:
@@ -240,33 +239,3 @@ def _summary(report: BuildReport, console: Console) -> None:
 
 def _ratio(before: float, after: float) -> str:
     return f"{before / after:.2f}×" if after else "–"
-
-
-def _register_inspect(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "inspect", help="a model's signature, sizes, quantizable nodes and build advice",
-        description="MODEL: an .onnx file or a model folder. Never runs the model.")
-    parser.add_argument("model", metavar="MODEL", type=Path)
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.set_defaults(func=run_inspect)
-
-
-def run_inspect(args: argparse.Namespace) -> int:
-    """Exit codes: 0, 2 no such MODEL, 3 not a readable model."""
-    from onnx_lambda.build_model import inspect
-    from onnx_lambda.build_model.errors import BuildError
-
-    console = Console(stderr=True)
-    if not args.model.exists():
-        console.print(f"[red]error:[/red] {escape(str(args.model))}: no such file or folder")
-        return 2
-    try:
-        summary = inspect.summarize(*inspect.load(args.model))
-    except BuildError as exc:
-        console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        return exc.exit_code
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        inspect.render(summary, Console())
-    return 0
