@@ -23,6 +23,7 @@ from rich.console import Console
 from handler.manifest import Manifest
 from onnx_lambda.build_model import (
     example,
+    gpu,
     graph_math,
     inspect,
     ladder,
@@ -172,7 +173,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
             pipeline=spec.pipeline, pipeline_options=pipeline_options,
             graph_outputs=graph_outputs, labels=spec.labels, example=inline,
-            example_file=example_file, metadata=metadata)
+            example_file=example_file, metadata=metadata,
+            gpu=gpu.suitability(staging / PORTABLE))
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
         feeds = found.feeds if found is not None else _batch_one(samples[0])
