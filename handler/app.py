@@ -39,7 +39,10 @@ if SERVICE.settings.initialization_type == "snap-start":
     snapstart.register(SERVICE.warm_up, SERVICE.state.refresh)
 stop_cleanly_on_sigterm(SERVICE.telemetry.log)
 SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
-                      threads=SERVICE.model.threads, **SERVICE.init_durations)
+                      threads=SERVICE.model.threads,
+                      execution_provider=SERVICE.model.provider.provider,
+                      execution_provider_reason=SERVICE.model.provider.reason,
+                      **SERVICE.init_durations)
 
 
 def handler(event: dict, context: object) -> object:

@@ -6,12 +6,13 @@ their own, so no test needs module reloads.
 
 from __future__ import annotations
 
+import os
 import time
 
 from handler import artifact, pipelines
 from handler.errors import ModelLoadError
 from handler.model import Model, threads_for, visible_cpus
-from handler.ort import capi
+from handler.ort import capi, providers
 from handler.service import Service
 from handler.settings import Settings
 from handler.telemetry import Telemetry
@@ -33,9 +34,15 @@ def create(settings: Settings) -> Service:
     if found.warning:
         telemetry.log("warning", found.warning)
     threads = settings.threads or threads_for(settings.memory_mb, visible_cpus())
-    model = Model(found, threads=threads, graph_optimization=settings.graph_optimization,
-                  name=settings.model_name)
     manifest = found.manifest
+    try:
+        provider = providers.choose(settings.execution_provider, env=os.environ,
+                                    manifest_allows=(manifest is None
+                                                     or manifest.gpu.get("suitable") is not False))
+    except providers.ProviderError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    model = Model(found, threads=threads, graph_optimization=settings.graph_optimization,
+                  name=settings.model_name, provider=provider)
     pipeline = pipelines.load(settings.pipeline or (manifest.pipeline if manifest else "tensor"),
                               model, manifest.pipeline_options if manifest else {})
     if pipeline.warning:

@@ -61,6 +61,8 @@ class Manifest(NamedTuple):
     metadata: dict[str, Any] = {}  # noqa: RUF012
     format_version: int = FORMAT_VERSION
     example_file: str | None = None
+    # build-model's GPU verdict: {"suitable": bool, "reasons": [...]}; {} = not assessed
+    gpu: dict[str, Any] = {}  # noqa: RUF012
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
@@ -86,6 +88,7 @@ class Manifest(NamedTuple):
             metadata=dict(data.get("metadata", {})),
             format_version=version,
             example_file=data.get("example_file"),
+            gpu=dict(data.get("gpu") or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +97,8 @@ class Manifest(NamedTuple):
         data["outputs"] = [t._asdict() for t in self.outputs]
         if data["example_file"] is None:  # absent, as older runtimes and manifests have it
             del data["example_file"]
+        if not data["gpu"]:
+            del data["gpu"]
         return data
 
     @classmethod

@@ -21,10 +21,12 @@ from typing import Any, NamedTuple
 from handler.artifact import Artifact
 from handler.errors import InferenceError, ModelLoadError
 from handler.ort import capi
+from handler.ort.providers import Choice
 from handler.ort.session import Session, ValueInfo
 
 MB_PER_VCPU = 1769
 MAX_VCPUS = 6
+_CPU = Choice("cpu", "default")
 
 
 class DType(str):
@@ -113,9 +115,10 @@ class Model:
     """An ONNX Runtime session plus its signature. ``run`` is the only per-request call."""
 
     def __init__(self, artifact: Artifact, *, threads: int, graph_optimization: str,
-                 name: str = "") -> None:
+                 name: str = "", provider: Choice = _CPU) -> None:
         self.artifact = artifact
         self.threads = threads
+        self.provider = provider
         level = graph_optimization
         if level == "auto":
             level = "disable" if artifact.optimized_offline else "basic"
@@ -123,7 +126,8 @@ class Model:
         try:
             self.session = Session(str(artifact.path), intra_op_threads=threads,
                                    inter_op_threads=1, optimization=level, log_severity=3,
-                                   config={"session.intra_op.allow_spinning": "0"})
+                                   config={"session.intra_op.allow_spinning": "0"},
+                                   cuda=provider.provider == "cuda")
         except (capi.OrtError, capi.LibraryError) as exc:
             raise ModelLoadError(f"{artifact.path}: onnxruntime cannot load it: {exc}") from exc
         self.inputs = tuple(_spec(v) for v in self.session.inputs)

@@ -290,6 +290,8 @@ class Service:
         return {"status": "ok", "model": self.model.name, "version": self.model.version,
                 "pipeline": self.pipeline.name, "threads": self.model.threads,
                 "graphOptimization": self.model.graph_optimization, "warmup": self.warmup_status,
+                "executionProvider": self.model.provider.provider,
+                "executionProviderReason": self.model.provider.reason,
                 "environmentId": self.state.environment_id,
                 "initializationType": self.state.initialization_type,
                 "inputs": [s.describe() for s in self.model.inputs],

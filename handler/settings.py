@@ -74,6 +74,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("graph_optimization", _choice("auto", "disable", "basic", "extended", "all"), "auto",
              "Online graph optimization at session load; `auto` = off for an artifact "
              "optimized offline for this onnxruntime version, `basic` otherwise."),
+    Variable("execution_provider", _choice("auto", "cpu", "cuda"), "auto",
+             "ONNX Runtime execution provider: `auto` = CUDA when a GPU device is visible "
+             "(`/dev/nvidia0`), the manifest does not mark the model GPU-unsuitable and the "
+             "library offers it (`onnxruntime-gpu`), else CPU; `cuda` = that or an init error; "
+             "`cpu`. The choice and its reason are logged and shown in `/health`."),
     Variable("warmup", _bool, True,
              "Run one inference at init on the manifest's example (one that fails is an init "
              "error); without one, on a synthetic guess whose failure is logged and shown in "
@@ -109,6 +114,7 @@ class Settings(NamedTuple):
     pipeline: str
     threads: int
     graph_optimization: str
+    execution_provider: str
     warmup: bool
     max_payload_bytes: int
     cache_size: int

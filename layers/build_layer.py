@@ -61,6 +61,9 @@ PRUNED_SUFFIXES = (".pyi", ".pxd", ".h", ".c", ".cpp", ".a")
 # dist-info (licence, version) stays beside it.
 ORT_PACKAGE = "onnxruntime"
 ORT_LIBRARY = ("capi", "libonnxruntime.so")
+# onnxruntime-gpu (same package folder): the CUDA provider is a library ORT loads through the
+# shared-provider bridge; both stay when the CUDA one is there (TensorRT's and the rest go).
+ORT_CUDA_LIBRARIES = ("libonnxruntime_providers_cuda.so", "libonnxruntime_providers_shared.so")
 
 
 def tree_size(root: Path) -> int:
@@ -70,7 +73,10 @@ def tree_size(root: Path) -> int:
 
 def _is_ort_library(path: Path, package: Path) -> bool:
     rel = path.relative_to(package).parts
-    return len(rel) == 2 and rel[0] == ORT_LIBRARY[0] and rel[1].startswith(ORT_LIBRARY[1])
+    if len(rel) != 2 or rel[0] != ORT_LIBRARY[0]:
+        return False
+    gpu = (package / ORT_LIBRARY[0] / ORT_CUDA_LIBRARIES[0]).exists()
+    return rel[1].startswith(ORT_LIBRARY[1]) or (gpu and rel[1] in ORT_CUDA_LIBRARIES)
 
 
 def _prunable(root: Path) -> Iterator[Path]:
@@ -109,10 +115,10 @@ def prune(root: Path) -> int:
 
 
 def pinned_version(requirements: Path, name: str = ORT_PACKAGE) -> str:
-    """The ``name==VERSION`` pin in a requirements file."""
+    """The ``name==VERSION`` (or ``name-gpu==VERSION``) pin in a requirements file."""
     for line in requirements.read_text().splitlines():
         requirement = line.split("#")[0].strip()
-        if requirement.partition("==")[0].strip().lower() == name:
+        if requirement.partition("==")[0].strip().lower() in (name, f"{name}-gpu"):
             return requirement.partition("==")[2].strip()
     raise SystemExit(f"{requirements}: no {name}==VERSION pin")
 

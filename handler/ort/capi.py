@@ -77,7 +77,15 @@ _FUNCTIONS: dict[str, tuple[int, Any, tuple[Any, ...]]] = {
     "GetMapKeyType": (105, _S, (c_void_p, POINTER(c_int))),
     "GetMapValueType": (106, _S, (c_void_p, _P)),
     "GetSequenceElementType": (107, _S, (c_void_p, _P)),
+    "GetAvailableProviders": (125, _S, (POINTER(POINTER(c_char_p)), POINTER(c_int))),
+    "ReleaseAvailableProviders": (126, _S, (POINTER(c_char_p), c_int)),
     "AddSessionConfigEntry": (130, _S, (c_void_p, c_char_p, c_char_p)),
+    # the CUDA provider (handler.ort.providers): in a CPU-only build each returns an error
+    "SessionOptionsAppendExecutionProvider_CUDA_V2": (204, _S, (c_void_p, c_void_p)),
+    "CreateCUDAProviderOptions": (205, _S, (_P,)),
+    "UpdateCUDAProviderOptions": (206, _S, (c_void_p, POINTER(c_char_p), POINTER(c_char_p),
+                                            c_size_t)),
+    "ReleaseCUDAProviderOptions": (208, None, (c_void_p,)),
 }
 
 # enum ONNXType

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from ctypes import POINTER, byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 from typing import Any, NamedTuple
 
-from handler.ort import capi
+from handler.ort import capi, providers
 from handler.ort.tensor import BY_ELEMENT_TYPE, DTYPES, Tensor, as_tensor
 
 
@@ -34,7 +34,7 @@ class Session:
 
     def __init__(self, path: str, *, intra_op_threads: int, inter_op_threads: int = 1,
                  optimization: str = "basic", log_severity: int = 3,
-                 config: Mapping[str, str] | None = None) -> None:
+                 config: Mapping[str, str] | None = None, cuda: bool = False) -> None:
         self.api = api = capi.api()
         options = c_void_p()
         api.check(api.CreateSessionOptions(byref(options)))
@@ -48,6 +48,8 @@ class Session:
             api.check(api.SetSessionLogSeverityLevel(options, log_severity))
             for key, value in (config or {}).items():
                 api.check(api.AddSessionConfigEntry(options, key.encode(), value.encode()))
+            if cuda:
+                providers.append_cuda(api, options)
             # a path (not bytes in memory): ORT resolves external data beside the model file
             api.check(api.CreateSession(api.env, path.encode(), options, byref(session)))
         finally:

@@ -27,6 +27,7 @@ from rich.console import Console
 from handler.manifest import Manifest
 from onnx_lambda.build_model import (
     example,
+    gpu,
     graph_math,
     inspect,
     ladder,
@@ -194,7 +195,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
             pipeline=spec.pipeline, pipeline_options=pipeline_options,
             graph_outputs=graph_outputs, labels=spec.labels, example=inline,
-            example_file=example_file, metadata=metadata)
+            example_file=example_file, metadata=metadata,
+            gpu=gpu.suitability(staging / PORTABLE))
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
         before, _ = measure.figures(measure.load_raw, spec.source,

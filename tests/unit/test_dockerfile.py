@@ -44,13 +44,15 @@ def test_every_stage_is_the_aws_lambda_python_312_base_image(parsed: DockerfileP
 def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfileParser) -> None:
     deps = stages(parsed)[0]
     copies = [shlex.split(i["value"]) for i in deps if i["instruction"] == "COPY"]
-    assert ["layers/requirements.txt", "layers/requirements-text.txt",
-            "layers/requirements-numpy.txt", "layers/requirements-tracing.txt",
-            "layers/build_layer.py", "/build/"] in copies
+    assert ["layers/requirements.txt", "layers/requirements-gpu.txt",
+            "layers/requirements-text.txt", "layers/requirements-numpy.txt",
+            "layers/requirements-tracing.txt", "layers/build_layer.py", "/build/"] in copies
     run = next(i["value"] for i in deps if i["instruction"] == "RUN")
     steps = [shlex.split(step) for step in run.split("&&")]
     pip = next(step for step in steps if step[:2] == ["pip", "install"])
-    assert pip[pip.index("-r") + 1] == "/build/requirements.txt"
+    assert pip[pip.index("-r") + 1] == "/build/${RUNTIME_REQUIREMENTS}"
+    assert "RUNTIME_REQUIREMENTS=requirements.txt" in [i["value"] for i in deps
+                                                       if i["instruction"] == "ARG"]
     assert {"--no-cache-dir", "--no-deps", "--only-binary=:all:"} <= set(pip)
     # a pipeline's extra requirements only when asked for (shell expansion of the build arg)
     assert any(i["instruction"] == "ARG" and i["value"] == "EXTRA_REQUIREMENTS=" for i in deps)
@@ -65,7 +67,7 @@ def test_only_the_manifests_chosen_model_file_reaches_the_image(
                                                if i["instruction"] == "COPY"]
     runs = [shlex.split(i["value"]) for i in deps if i["instruction"] == "RUN"]
     assert ["python", "/build/build_layer.py", "prune-model", "/model",
-            "--requirements", "/build/requirements.txt"] in runs
+            "--requirements", "/build/${RUNTIME_REQUIREMENTS}"] in runs
     # the final stage takes the pruned folder, never the build context's models/ (both files)
     copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
     assert ["--from=deps", "/model/", "${LAMBDA_TASK_ROOT}/models/${MODEL}/"] in copies
@@ -127,3 +129,21 @@ def test_requirements_are_pinned_and_feed_pyproject() -> None:
     # the tooling installs the runtime pin plus numpy (which the handler no longer needs)
     assert ('file = ["layers/requirements.txt", "layers/requirements-numpy.txt"]'
             in Path(cfn.ROOT / "pyproject.toml").read_text())
+
+
+def test_the_gpu_recipe_is_onnxruntime_gpu_with_cuda_from_pypi_wheels(
+        parsed: DockerfileParser) -> None:
+    """RUNTIME_REQUIREMENTS=requirements-gpu.txt: onnxruntime-gpu pinned, the CUDA 13 / cuDNN 9
+    libraries its ``cuda``/``cudnn`` extras name (NVIDIA's wheels), nothing downloaded from
+    elsewhere, and their libraries moved onto the base image's LD_LIBRARY_PATH."""
+    lines = [line.split("#")[0].strip() for line in
+             (cfn.ROOT / "layers" / "requirements-gpu.txt").read_text().splitlines()]
+    names = {line.partition("=")[0].partition("~")[0] for line in lines if line}
+    assert "onnxruntime-gpu==1.31.1" in lines
+    assert {"nvidia-cuda-runtime", "nvidia-cudnn-cu13", "nvidia-cuda-nvrtc"} <= names
+    assert all(name.startswith(("onnxruntime-gpu", "nvidia-")) for name in names)
+    assert not any("cu12" in name for name in names)  # 1.31.1's extras want CUDA 13
+    run = next(i["value"] for i in stages(parsed)[0] if i["instruction"] == "RUN")
+    assert "curl" not in run and "wget" not in run
+    assert "find /deps/nvidia -name 'lib*.so*' -exec mv -t /deps/lib" in run
+    assert "${LAMBDA_TASK_ROOT}/lib" in DOCKERFILE.read_text()  # why /deps/lib: the loader path

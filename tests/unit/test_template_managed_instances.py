@@ -154,6 +154,40 @@ def test_a_rule_refuses_managed_instances_without_subnets() -> None:
         {"Ref": "CapacityProviderSubnetIds"}, ""]}]}
 
 
+def environment(template: dict[str, Any]) -> dict[str, Any]:
+    props = functions(template)["InferenceManagedFunction"]["Properties"]
+    return props["Environment"]["Variables"]
+
+
+@pytest.mark.parametrize(("accelerator", "types"), [
+    ("24", ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"]),
+    ("48", ["g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge"]),
+])
+def test_an_accelerator_selects_gpu_instances_and_requires_cuda(accelerator: str,
+                                                                types: list[str]) -> None:
+    template = deployed(Accelerator=accelerator)
+    (provider,) = cfn.of_type(template, "AWS::Lambda::CapacityProvider").values()
+    assert provider["Properties"]["InstanceRequirements"] == {
+        "Architectures": ["x86_64"], "AllowedInstanceTypes": types}
+    assert environment(template)["ONNX_LAMBDA_EXECUTION_PROVIDER"] == "cuda"
+    # explicit types win; no accelerator leaves the choice to the runtime (auto)
+    named = deployed(Accelerator=accelerator, ManagedInstanceTypes="g5.xlarge")
+    (provider,) = cfn.of_type(named, "AWS::Lambda::CapacityProvider").values()
+    assert provider["Properties"]["InstanceRequirements"]["AllowedInstanceTypes"] == {
+        "Fn::Split": [",", "g5.xlarge"]}
+    assert environment(deployed())["ONNX_LAMBDA_EXECUTION_PROVIDER"] == "auto"
+
+
+def test_a_rule_keeps_the_accelerator_to_managed_instances_on_x86() -> None:
+    rule = cfn.load()["Rules"]["AcceleratorNeedsManagedInstancesOnX86"]
+    assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "Accelerator"}, 0]}]}
+    assert [a["Assert"] for a in rule["Assertions"]] == [
+        {"Fn::Equals": [{"Ref": "ColdStartStrategy"}, "managed-instances"]},
+        {"Fn::Equals": [{"Ref": "Architecture"}, "x86_64"]}]
+    with_cpu = cfn.load()["Parameters"]["Accelerator"]["AllowedValues"]
+    assert with_cpu == [0, 3, 6, 12, 16, 24, 48]
+
+
 def test_gpu_accelerator_config_is_not_yet_known_to_the_installed_translator() -> None:
     """``AcceleratorConfig`` (GPU Managed Instances, November 2026) is documented by AWS but
     unknown to aws-sam-translator 1.115 / cfn-lint 1.58, so template.yaml leaves it out
