@@ -152,10 +152,12 @@ def command_line(args: argparse.Namespace) -> str:
 
 def _bench(args: argparse.Namespace) -> int:
     from onnx_lambda.bench import bench, report
+    from onnx_lambda.bench.bytecode import compile_shipped
     from onnx_lambda.bench.progress import progress_bar
     from onnx_lambda.bench.subject import prepare
 
     fill(args, BENCH_FULL, BENCH_QUICK)
+    compile_shipped()
     opts = bench.Options(repeat=args.repeat, requests=args.requests,
                          concurrency=tuple(args.concurrency), rounds=args.rounds,
                          iterations=args.iterations, memory_mb=args.memory,

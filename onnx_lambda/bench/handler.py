@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_lambda.bench.bytecode import compile_shipped
 from onnx_lambda.bench.stats import interleave, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,6 +109,7 @@ def _child(code: str, args: list[str], env: dict[str, str]) -> dict[str, float]:
 
 
 def cold(model: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
+    compile_shipped()
     portable, inputs = floor_inputs(model)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ONNX_LAMBDA_MODEL": str(model),
            "ONNX_LAMBDA_LOG_LEVEL": "warning"}
