@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping
-from ctypes import POINTER, byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
+from ctypes import (
+    POINTER,
+    addressof,
+    byref,
+    c_char_p,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_void_p,
+    string_at,
+)
 from typing import Any, NamedTuple
 
 from handler.ort import capi, providers
@@ -64,6 +74,8 @@ class Session:
         # (name, element type) per output; "" for sequences and maps (typed at run time)
         self._output_kinds = tuple((o.name, o.dtype) for o in self.outputs)
         self._feed_names: dict[tuple[str, ...], Any] = {}
+        self._shapes: dict[tuple[int, ...], Any] = {}
+        self._scratch: list[_Scratch] = []
 
     def close(self) -> None:
         if self._session:
@@ -140,44 +152,52 @@ class Session:
         """Named inputs (``Tensor`` or numpy arrays) → every output, in signature order.
 
         The hot path of every request: ctypes calls cost about a microsecond each, so the
-        name arrays are built once per feed order and tensor outputs skip the type queries
-        their signature already answers."""
+        name arrays are built once per feed order, shapes once per shape, the out-parameters
+        come from a reused ``_Scratch`` (passed as addresses), and tensor outputs skip the
+        type queries their signature already answers."""
         api = self.api
         count = len(feeds)
-        names = self._feed_names.get(tuple(feeds))
+        key = tuple(feeds)
+        names = self._feed_names.get(key)
         if names is None:
             names = (c_char_p * count)(*(n.encode() for n in feeds))
             if len(self._feed_names) < 8:  # a client's own key orders: bounded
-                self._feed_names[tuple(feeds)] = names
-        values = (c_void_p * count)()
-        outputs = (c_void_p * len(self._output_kinds))()
+                self._feed_names[key] = names
+        scratch = self._scratch.pop() if self._scratch else _Scratch(self._output_kinds)
+        values = scratch.values if count <= len(scratch.values) else (c_void_p * count)()
+        outputs = scratch.outputs
         pins: list[Any] = []
         try:
             for i, value in enumerate(feeds.values()):
                 values[i] = self._ort_value(value if value.__class__ is Tensor
-                                            else as_tensor(value), pins)
+                                            else as_tensor(value), pins, scratch)
             status = api.Run(self._session, None, names, values, count, self._output_names,
                              len(outputs), outputs)
             if status:
                 api.check(status)
-            return {name: self._tensor(outputs[i], dtype) if dtype
+            return {name: self._tensor(outputs[i], dtype, scratch) if dtype
                     else self._to_python(outputs[i])
                     for i, (name, dtype) in enumerate(self._output_kinds)}
         finally:
-            for value in values:
-                if value:
-                    api.ReleaseValue(value)
-            for value in outputs:
-                if value:
-                    api.ReleaseValue(value)
+            for array in (values, outputs):
+                for i, value in enumerate(array):
+                    if value:
+                        api.ReleaseValue(value)
+                        array[i] = None  # Run writes into an output slot that is not NULL
             for pin in pins:
                 pin.release()
+            self._scratch.append(scratch)
 
-    def _ort_value(self, tensor: Tensor, pins: list[Any]) -> int:
-        api, out, rank = self.api, c_void_p(), len(tensor.shape)
-        shape = (c_int64 * rank)(*tensor.shape)
+    def _ort_value(self, tensor: Tensor, pins: list[Any], scratch: _Scratch) -> int:
+        api, rank = self.api, len(tensor.shape)
+        shape = self._shapes.get(tensor.shape)
+        if shape is None:
+            shape = (c_int64 * rank)(*tensor.shape)  # ORT copies it: one per shape will do
+            if len(self._shapes) < 64:
+                self._shapes[tensor.shape] = shape
         element, _, itemsize = DTYPES[tensor.dtype]
         if tensor.dtype == "string":
+            out = c_void_p()
             api.check(api.CreateTensorAsOrtValue(api.allocator, shape, rank, element,
                                                  byref(out)))
             strings = (c_char_p * len(tensor.data))(*(s.encode() for s in tensor.data))
@@ -201,10 +221,10 @@ class Session:
             raise capi.OrtError(f"{tensor.dtype}{list(tensor.shape)} needs {expected} bytes, "
                                 f"the buffer has {length}", 2)
         status = api.CreateTensorWithDataAsOrtValue(api.cpu_memory, address, length, shape,
-                                                    rank, element, byref(out))
+                                                    rank, element, scratch.pointer_at)
         if status:
             api.check(status)
-        return out.value
+        return scratch.pointer.value
 
     def _to_python(self, value: int) -> Any:
         """An output ``OrtValue`` → ``Tensor`` (tensors) or lists/dicts (sequences, maps)."""
@@ -229,10 +249,12 @@ class Session:
             return dict(zip(keys.flat(), values.flat(), strict=True))
         return items
 
-    def _tensor(self, value: int, dtype: str | None = None) -> Tensor:
+    def _tensor(self, value: int, dtype: str | None = None,
+                scratch: _Scratch | None = None) -> Tensor:
         """A tensor ``OrtValue`` → ``Tensor`` (one copy); ``dtype`` when the signature knows it."""
-        api, info, rank = self.api, c_void_p(), c_size_t()
-        api.check(api.GetTensorTypeAndShape(value, byref(info)))
+        api, scratch = self.api, scratch or _Scratch(())
+        api.check(api.GetTensorTypeAndShape(value, scratch.pointer_at))
+        info = scratch.pointer.value
         try:
             if dtype is None:
                 element = c_int()
@@ -242,21 +264,21 @@ class Session:
                     raise capi.OrtError(f"output element type "
                                         f"{_ONNX_NAMES.get(element.value, element.value)} is "
                                         "not supported", 9)
-            api.check(api.GetDimensionsCount(info, byref(rank)))
-            dims = (c_int64 * rank.value)()
-            api.check(api.GetDimensions(info, dims, rank.value))
+            api.check(api.GetDimensionsCount(info, scratch.size_at))
+            rank = scratch.size.value
+            dims = scratch.dims if rank <= _Scratch.RANK else (c_int64 * rank)()
+            api.check(api.GetDimensions(info, dims, rank))
         finally:
             api.ReleaseTensorTypeAndShapeInfo(info)
-        shape = tuple(dims)
+        shape = tuple(dims[:rank])
         size = 1
         for dim in shape:
             size *= dim
         if dtype == "string":
             return Tensor(dtype, shape, self._strings(value, size))
-        data = c_void_p()
-        api.check(api.GetTensorMutableData(value, byref(data)))
+        api.check(api.GetTensorMutableData(value, scratch.pointer_at))
         nbytes = size * DTYPES[dtype][2]
-        return Tensor(dtype, shape, ctypes.string_at(data, nbytes) if nbytes else b"")
+        return Tensor(dtype, shape, string_at(scratch.pointer.value, nbytes) if nbytes else b"")
 
     def _strings(self, value: int, count: int) -> tuple[str, ...]:
         api, length = self.api, c_size_t()
@@ -270,6 +292,23 @@ class Session:
         ends = [*offsets[1:], length.value]
         return tuple(raw[start:end].decode("utf-8", "replace")
                      for start, end in zip(offsets, ends, strict=True))
+
+
+class _Scratch:
+    """One run's input and output slots and out-parameters, reused by the next run (a
+    session keeps a free list: concurrent runs each take their own). Out-parameters go to C
+    as addresses (ints), the cheapest argument ctypes converts."""
+
+    RANK = 8  # dims buffer; a deeper output gets its own array
+
+    __slots__ = ("dims", "outputs", "pointer", "pointer_at", "size", "size_at", "values")
+
+    def __init__(self, output_kinds: tuple[tuple[str, str], ...]) -> None:
+        self.values = (c_void_p * 4)()
+        self.outputs = (c_void_p * len(output_kinds))()
+        self.pointer, self.size = c_void_p(), c_size_t()
+        self.pointer_at, self.size_at = addressof(self.pointer), addressof(self.size)
+        self.dims = (c_int64 * self.RANK)()
 
 
 class _Pinned:

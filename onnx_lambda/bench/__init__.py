@@ -26,11 +26,14 @@ Modules run with ``python -m onnx_lambda.bench.NAME``:
 - ``corpus``: the third-party corpus built and served: build time, size, p50 per wire format,
   error against onnxruntime;
 - ``tracing_cost``: cold init with X-Ray tracing on vs off;
+- ``json_floats``: float32 outputs written as JSON three ways (float64 repr, shortest float32,
+  nine digits), bytes and encode time, each checked to read back as the same float32;
 - ``dashboard_plot`` (not a measurement): the CloudWatch dashboard's layout as a PNG.
 
 The pieces they share: ``cold`` (fresh environments: ``cold_process`` children and the
 emulator), ``http_load`` (the keep-alive load generator), ``servers`` (the emulator, the RIE and
-uvicorn as processes), ``subject`` (one model's request for every target), ``stats``.
+uvicorn as processes), ``subject`` (one model's request for every target), ``stats``,
+``bytecode`` (cold children read compiled bytecode, as the image does).
 Children the benchmarks start, not run by hand: ``cold_process`` (one fresh environment, in
 process) and ``baselines.*`` (the two floors and the baseline handlers). The build's own
 before/after figures are ``onnx_lambda.build_model.measure``; ``onnx-lambda probe``

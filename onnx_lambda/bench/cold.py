@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from onnx_lambda.bench import servers
+from onnx_lambda.bench.bytecode import compile_shipped
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
 from onnx_lambda.client.timing import parse_server_timing
 from onnx_lambda.source_tree import root
@@ -36,6 +37,7 @@ TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sam
 
 
 def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    compile_shipped()
     spawned = time.time()
     started = time.perf_counter()
     out = subprocess.run(argv, cwd=root(), capture_output=True, text=True, check=False,
@@ -113,6 +115,7 @@ def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5,
              cpu_limit: str | None = None) -> dict[str, Any]:
     """A fresh emulator (so a fresh environment): one cold invocation, then ``warm`` more;
     ``server_timing``: the first response's ``Server-Timing`` stages (ours reports its init)."""
+    compile_shipped()
     payload = subject.event_file.read_bytes()
     with servers.emulator(f"{module}.handler", subject.environment(memory_mb),
                           memory_mb=memory_mb, cpu_limit=cpu_limit) as server:

@@ -164,3 +164,31 @@ def test_non_contiguous_and_object_numpy_arrays_are_converted() -> None:
     assert as_tensor(np.float16([1.5, -2])).tolist() == [1.5, -2.0]
     with pytest.raises(TypeError):
         as_tensor([1, 2])
+
+
+def test_concurrent_runs_on_one_session_each_get_their_own_answer(tmp_path: Path) -> None:
+    """A run's input/output slots are reused by later runs (a per-session free list): runs
+    in several threads at once (ctypes releases the GIL inside ORT) must never see each
+    other's values, and every output slot is NULL again before the next Run."""
+    import threading
+
+    session = _ours(models.multi_io(tmp_path / "m.onnx"))
+    failures: list[str] = []
+
+    def worker(seed: int) -> None:
+        for i in range(300):
+            rows = 1 + (seed + i) % 5  # shapes vary too: the shape cache is shared
+            a = np.full((rows, 3), float(seed), dtype=np.float32)
+            ids = np.full((rows, 2), seed * 1000 + i, dtype=np.int64)
+            out = session.run({"a": as_tensor(a), "ids": as_tensor(ids)})
+            if (out["total"].tolist() != [[seed * 3.0]] * rows
+                    or out["doubled"].tolist() != [[2 * (seed * 1000 + i)] * 2] * rows):
+                failures.append(f"thread {seed}, run {i}")
+                return
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures, failures[:3]

@@ -1,0 +1,111 @@
+"""Float32 outputs as JSON: bytes and encode time of the ways to write them, on a real output.
+
+    python -m onnx_lambda.bench.json_floats [--model models/minilm] [--batch 8] [--repeat 40]
+
+The model's example, repeated ``--batch`` times, runs once through the handler's session; each
+float32 output tensor is then written as a JSON body three ways, interleaved, and each way's
+text is checked to read back as the same float32 values:
+- float64 repr: ``tolist()`` of the widened values (what the numpy-based runtime wrote);
+- shortest: ``Tensor.json()``, the shortest decimal that reads back as the same float32 (today);
+- ``%.9g`` text: nine significant digits always round-trip a float32; one ``%`` pass per row
+  writes the array's text, with no float parse or ``repr`` per value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from handler import strict_json
+from handler.ort.tensor import Tensor
+
+
+def nine_digits(tensor: Tensor) -> str:
+    """The array's JSON text at ``%.9g``, one ``%`` pass per innermost row."""
+    *outer, width = tensor.shape
+    values = tensor.flat()
+    row = "[" + ",".join(["%.9g"] * width) + "]"
+    rows = [row % tuple(values[i:i + width]) for i in range(0, len(values), width)]
+    for dim in reversed(outer[1:]):
+        rows = ["[" + ",".join(rows[i:i + dim]) + "]" for i in range(0, len(rows), dim)]
+    return "[" + ",".join(rows) + "]"
+
+
+WAYS: dict[str, Callable[[Tensor], str]] = {
+    "float64 repr (numpy runtime)": lambda t: strict_json.dumps(t.tolist())[0],
+    "shortest float32 (today)": lambda t: strict_json.dumps(t.json())[0],
+    "%.9g text": nine_digits,
+}
+
+
+def outputs(model: Path, batch: int) -> list[Tensor]:
+    from handler.bootstrap import create
+    from handler.settings import Settings
+
+    service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
+    example = service.example_inputs()
+    inputs = example * batch if isinstance(example, list) else example
+    found = service.model.run(service.pipeline.preprocess(inputs, {}))
+    return [t for t in found.values() if isinstance(t, Tensor) and t.dtype == "float32"]
+
+
+def measure(tensors: list[Tensor], repeat: int) -> dict[str, dict[str, float]]:
+    best = dict.fromkeys(WAYS, float("inf"))
+    for _ in range(repeat):
+        for name, way in WAYS.items():
+            started = time.perf_counter()
+            for tensor in tensors:
+                way(tensor)
+            best[name] = min(best[name], time.perf_counter() - started)
+    results = {}
+    for name, way in WAYS.items():
+        texts = [way(tensor) for tensor in tensors]
+        for tensor, text in zip(tensors, texts, strict=True):
+            flat = _flatten(json.loads(text))
+            back = struct.unpack(f"<{len(flat)}f", struct.pack(f"<{len(flat)}f", *flat))
+            if list(back) != tensor.flat():
+                raise AssertionError(f"{name}: does not read back as the same float32")
+        results[name] = {"bytes": sum(map(len, texts)), "ms": best[name] * 1e3}
+    return results
+
+
+def _flatten(value: Any) -> list[float]:
+    while value and isinstance(value[0], list):
+        value = [v for row in value for v in row]
+    return value
+
+
+def report(model: Path, batch: int, repeat: int) -> str:
+    tensors = outputs(model, batch)
+    results = measure(tensors, repeat)
+    base = results[next(iter(WAYS))]
+    count = sum(t.size for t in tensors)
+    lines = [f"model: {model}, {count:,} float32 values (batch {batch}); encode: best of "
+             f"{repeat}, interleaved", "",
+             "| JSON for float32 outputs | bytes | × float64 repr | encode ms | "
+             "× float64 repr | µs per value |", "|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        lines.append(f"| {name} | {r['bytes']:,} | {r['bytes'] / base['bytes']:.2f}× | "
+                     f"{r['ms']:.2f} | {r['ms'] / base['ms']:.2f}× | "
+                     f"{r['ms'] * 1e3 / count:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=Path("models/minilm"))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=40)
+    args = parser.parse_args(argv)
+    print(report(args.model, args.batch, args.repeat))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
