@@ -1,4 +1,5 @@
-"""handler/Dockerfile's shell: EXTRA_REQUIREMENTS expands, in a real `sh`, to one `-r` per file."""
+"""handler/Dockerfile's shell: RUNTIME_REQUIREMENTS (the ARG's default, or the GPU file) and
+EXTRA_REQUIREMENTS expand, in a real `sh`, to one `-r` per file."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from tests.unit.test_dockerfile import DOCKERFILE, stages
 pytestmark = pytest.mark.e2e
 
 
+def _arg_default(parsed: DockerfileParser, name: str) -> str:
+    """An ``ARG NAME=default`` of the Dockerfile, as ``docker build`` would apply it."""
+    for instruction in parsed.structure:
+        key, _, value = instruction["value"].partition("=")
+        if instruction["instruction"] == "ARG" and key == name:
+            return value
+    raise AssertionError(f"no ARG {name}")
+
+
+@pytest.mark.parametrize("runtime", [None, "requirements-gpu.txt"])
 @pytest.mark.parametrize(("extra", "files"), [
     ("", []),
     ("requirements-text.txt", ["requirements-text.txt"]),
@@ -20,15 +31,17 @@ pytestmark = pytest.mark.e2e
      ["requirements-text.txt", "requirements-numpy.txt"]),
 ])
 def test_extra_requirements_expand_to_one_requirements_file_each(
-        extra: str, files: list[str]) -> None:
+        extra: str, files: list[str], runtime: str | None) -> None:
     parsed = DockerfileParser(path=str(DOCKERFILE))
+    runtime = runtime or _arg_default(parsed, "RUNTIME_REQUIREMENTS")
     run = next(i["value"] for i in stages(parsed)[0] if i["instruction"] == "RUN")
     pip_line = run.split("&&")[0].replace("pip install", "printf '%s\\n'", 1)
-    shown = subprocess.run(["sh", "-c", pip_line], env={"EXTRA_REQUIREMENTS": extra},
-                           capture_output=True, text=True, check=True).stdout.split()
+    env = {"EXTRA_REQUIREMENTS": extra, "RUNTIME_REQUIREMENTS": runtime}
+    shown = subprocess.run(["sh", "-c", pip_line], env=env, capture_output=True, text=True,
+                           check=True).stdout.split()
     requirement_files = [shown[i + 1] for i, arg in enumerate(shown) if arg == "-r"]
-    assert requirement_files == ["/build/requirements.txt", *(f"/build/{f}" for f in files)]
-    for name in files:
+    assert requirement_files == [f"/build/{runtime}", *(f"/build/{f}" for f in files)]
+    for name in [runtime, *files]:
         assert (cfn.ROOT / "layers" / name).is_file()
 
 
