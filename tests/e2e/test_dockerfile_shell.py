@@ -9,18 +9,9 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from tests.support import cfn
-from tests.unit.test_dockerfile import DOCKERFILE, stages
+from tests.unit.test_dockerfile import DOCKERFILE, instructions, stages
 
 pytestmark = pytest.mark.e2e
-
-
-def _arg_default(parsed: DockerfileParser, name: str) -> str:
-    """An ``ARG NAME=default`` of the Dockerfile, as ``docker build`` would apply it."""
-    for instruction in parsed.structure:
-        key, _, value = instruction["value"].partition("=")
-        if instruction["instruction"] == "ARG" and key == name:
-            return value
-    raise AssertionError(f"no ARG {name}")
 
 
 @pytest.mark.parametrize("runtime", [None, "requirements-gpu.txt"])
@@ -33,7 +24,8 @@ def _arg_default(parsed: DockerfileParser, name: str) -> str:
 def test_extra_requirements_expand_to_one_requirements_file_each(
         extra: str, files: list[str], runtime: str | None) -> None:
     parsed = DockerfileParser(path=str(DOCKERFILE))
-    runtime = runtime or _arg_default(parsed, "RUNTIME_REQUIREMENTS")
+    (default,) = [v for v in instructions(parsed, "ARG") if v.startswith("RUNTIME_REQUIREMENTS=")]
+    runtime = runtime or default.partition("=")[2]  # the ARG's default, as docker build applies it
     run = next(i["value"] for i in stages(parsed)[0] if i["instruction"] == "RUN")
     pip_line = run.split("&&")[0].replace("pip install", "printf '%s\\n'", 1)
     env = {"EXTRA_REQUIREMENTS": extra, "RUNTIME_REQUIREMENTS": runtime}
