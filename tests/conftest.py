@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from onnx_lambda.lambda_context import LambdaContext as Context  # noqa: F401 (tests import it here)
+from onnx_lambda.source_tree import root
 from tests.support import models
 
-EVENTS = Path(__file__).resolve().parent.parent / "events"  # events/generate.py writes them
+EVENTS = root() / "events"  # events/generate.py writes them
 
 
 @pytest.fixture(scope="session")

@@ -44,9 +44,9 @@ def test_unknown_explicit_setting_is_rejected() -> None:
 
 
 def test_every_variable_is_documented_in_the_readme() -> None:
-    from pathlib import Path
+    from onnx_lambda.source_tree import root
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (root() / "README.md").read_text()
     for var in VARIABLES:
         assert f"`{var.env_name}`" in readme, var.env_name
 
