@@ -56,7 +56,10 @@ def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
         "AWS_LAMBDA_RUNTIME_API": runtime_api,
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
-        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
+        # the declared runtime's: awslambdaric polls /next on a thread and writes non-ASCII
+        # JSON for python3.12+, so the host interpreter's version would change its behaviour
+        "AWS_EXECUTION_ENV": "AWS_Lambda_" + (
+            spec.runtime or f"python{sys.version_info.major}.{sys.version_info.minor}"),
         "LAMBDA_TASK_ROOT": str(spec.task_root),
         "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
         "_HANDLER": spec.handler,

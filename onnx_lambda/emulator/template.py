@@ -47,6 +47,9 @@ class FunctionSpec:
     # and the vCPUs those processes share
     processes_per_environment: int | None = None
     vcpus_per_environment: float | None = None
+    # the Lambda runtime it declares ("python3.12": the zip function's Runtime, the image's
+    # base tag); None runs as this interpreter's version
+    runtime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,22 @@ def _dockerfile_cmd(dockerfile: Path) -> str:
     return str(words[0])
 
 
+def _dockerfile_runtime(dockerfile: Path, build_args: Mapping[str, Any]) -> str | None:
+    """``python3.X`` from the final stage's AWS base image (``public.ecr.aws/lambda/python:3.X``),
+    ARG defaults and the template's ``DockerBuildArgs`` substituted; None for other bases."""
+    args: dict[str, str] = {}
+    image = ""
+    for line in dockerfile.read_text().splitlines():
+        if match := re.match(r"\s*ARG\s+(\w+)=(\S+)", line, re.IGNORECASE):
+            args.setdefault(match.group(1), match.group(2))
+        elif match := re.match(r"\s*FROM\s+(\S+)", line, re.IGNORECASE):
+            image = match.group(1)
+    args.update({str(key): str(value) for key, value in build_args.items()})
+    image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), ""), image)
+    match = re.search(r"lambda/python:(3\.\d+)", image)
+    return f"python{match.group(1)}" if match else None
+
+
 class _Reader:
     def __init__(self, path: Path, overrides: Mapping[str, str]) -> None:
         self.root = path.parent.resolve()
@@ -117,8 +136,9 @@ class _Reader:
         if properties.get("PackageType") == "Image":
             context = self.root / str(metadata.get("DockerContext", "."))
             command = (properties.get("ImageConfig") or {}).get("Command")
-            handler = str(command[0]) if command else _dockerfile_cmd(
-                context / str(metadata.get("Dockerfile", "Dockerfile")))
+            dockerfile = context / str(metadata.get("Dockerfile", "Dockerfile"))
+            handler = str(command[0]) if command else _dockerfile_cmd(dockerfile)
+            runtime = _dockerfile_runtime(dockerfile, metadata.get("DockerBuildArgs") or {})
             task_root = context
         else:
             handler = properties.get("Handler")
@@ -126,6 +146,7 @@ class _Reader:
             if not handler or not isinstance(code_uri, str) or code_uri.startswith("s3://"):
                 raise TemplateError(f"{name}: needs Handler and a local CodeUri")
             task_root = self.root / code_uri
+            runtime = properties.get("Runtime")
         variables = (properties.get("Environment") or {}).get("Variables") or {}
         provisioned = (properties.get("ProvisionedConcurrencyConfig") or {}).get(
             "ProvisionedConcurrentExecutions", 0)
@@ -144,6 +165,7 @@ class _Reader:
             extra_paths=(self.root,) if task_root.resolve() != self.root else (),
             processes_per_environment=_processes(properties),
             vcpus_per_environment=_vcpus(properties),
+            runtime=str(runtime) if runtime else None,
         )
 
     def routes(self, name: str, properties: dict[str, Any]) -> list[RouteSpec]:

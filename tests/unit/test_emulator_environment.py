@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,16 @@ def test_a_managed_instances_runtime_forks_its_processes() -> None:
     assert managed_env["AWS_LAMBDA_MAX_CONCURRENCY"] == "3"
     assert runtime_command(plain)[1:] == ["-m", "awslambdaric", "app.handler"]
     assert runtime_command(managed)[-1] == "app.handler"  # awslambdaric's __main__, via -c
+
+
+def test_execution_env_names_the_declared_runtime_not_the_host() -> None:
+    """awslambdaric switches to thread polling (and non-ASCII JSON) for python3.12+ by this
+    variable: it must name the function's runtime, whatever interpreter runs the emulator."""
+    declared = FunctionSpec(name="F", handler="app.handler", task_root=Path("/code"),
+                            runtime="python3.13")
+    undeclared = FunctionSpec(name="F", handler="app.handler", task_root=Path("/code"))
+    env, host = (lambda_environment(spec, init_type="on-demand", runtime_api="h:1", env_id="e",
+                                    overrides={}) for spec in (declared, undeclared))
+    assert env["AWS_EXECUTION_ENV"] == "AWS_Lambda_python3.13"
+    assert host["AWS_EXECUTION_ENV"] == (
+        f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}")

@@ -136,3 +136,23 @@ def test_project_template() -> None:
     assert function.alias == "live"
     assert {(r.method, r.path) for r in spec.routes if r.function == "InferenceFunction"} >= {
         ("POST", "/predict"), ("GET", "/health")}
+
+
+def test_runtime_from_zip_runtime_or_image_base() -> None:
+    """The zip function's ``Runtime``; an image function's AWS base-image tag, the Dockerfile's
+    ``ARG`` default overridden by ``DockerBuildArgs`` (Managed Instances build on 3.13)."""
+    managed = {"ColdStartStrategy": "managed-instances", "CapacityProviderSubnetIds": "subnet-1"}
+    runtimes = {name: function.runtime
+                for overrides in ({}, {"ColdStartStrategy": "snapstart"}, managed)
+                for name, function in load_template(ROOT / "template.yaml",
+                                                    overrides).functions.items()}
+    assert runtimes == {"InferenceFunction": "python3.12", "InferenceZipFunction": "python3.12",
+                        "InferenceManagedFunction": "python3.13"}
+
+
+def test_image_runtime_is_none_for_a_non_aws_base(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text('FROM python:3.12-slim\nCMD ["app.handler"]\n')
+    (tmp_path / "template.yaml").write_text(
+        "Resources:\n  F:\n    Type: AWS::Serverless::Function\n"
+        "    Properties: {PackageType: Image}\n    Metadata: {DockerContext: .}\n")
+    assert load_template(tmp_path / "template.yaml").functions["F"].runtime is None
