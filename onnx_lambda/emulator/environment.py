@@ -153,8 +153,7 @@ class Environment:
         env = lambda_environment(self.spec, init_type=self.init_type, env_id=self.id,
                                  runtime_api=f"127.0.0.1:{port}",
                                  overrides=self._env_overrides)
-        cpu_step = self._cpu.prepare(self.id, self.spec.memory_mb,
-                                     self.spec.vcpus_per_environment)
+        cpu_step = self._cpu.prepare(self.id, self.spec.vcpus)
 
         def preexec() -> None:
             die_with_parent()

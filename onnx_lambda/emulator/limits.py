@@ -107,9 +107,8 @@ class CpuLimiter:
             raise ValueError(f"unknown CPU limit mode {mode!r}")
         self.mode = mode
 
-    def describe(self, memory_mb: int, vcpus: float | None = None) -> str:
-        """``vcpus``: a Managed Instances environment's own share (else the memory's)."""
-        share = vcpus_for(memory_mb) if vcpus is None else vcpus
+    def describe(self, share: float) -> str:
+        """``share``: the environment's vCPUs (``FunctionSpec.vcpus``)."""
         if self.mode == "cfs-quota":
             return f"cfs-quota {share:.2f} vCPU"
         if self.mode == "pinned":
@@ -119,11 +118,10 @@ class CpuLimiter:
     def _cores_for(self, share: float) -> int:
         return max(1, min(math.ceil(share), os.cpu_count() or 1))
 
-    def prepare(self, env_id: str, memory_mb: int,
-                vcpus: float | None = None) -> Callable[[], None]:
-        """Set up the limit for one environment; returns the ``preexec`` step for its child
-        (whose forked children, a Managed Instances environment's workers, share it)."""
-        share = vcpus_for(memory_mb) if vcpus is None else vcpus
+    def prepare(self, env_id: str, share: float) -> Callable[[], None]:
+        """Set up the limit of ``share`` vCPUs for one environment; returns the ``preexec``
+        step for its child (whose forked children, a Managed Instances environment's workers,
+        share it)."""
         if self.mode == "cfs-quota":
             assert self._group_root is not None
             group = self._group_root / env_id

@@ -114,8 +114,7 @@ class FunctionPool:
         if self._limits is None:  # fixed for the pool's life; read by every REPORT
             memory = (f"rss-poll {self.spec.memory_mb} MB" if self.config.enforce_memory
                       else "off")
-            self._limits = (self._cpu.describe(self.spec.memory_mb,
-                                               self.spec.vcpus_per_environment), memory)
+            self._limits = (self._cpu.describe(self.spec.vcpus), memory)
         return self._limits
 
     # -- invocations -------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from onnx_lambda.emulator.intrinsics import Resolver, TemplateError, load_yaml
+from onnx_lambda.emulator.limits import vcpus_for
 
 DEFAULT_MEMORY_MB = 128
 DEFAULT_TIMEOUT_S = 3
@@ -50,6 +51,14 @@ class FunctionSpec:
     # the Lambda runtime it declares ("python3.12": the zip function's Runtime, the image's
     # base tag); None runs as this interpreter's version
     runtime: str | None = None
+
+    @property
+    def vcpus(self) -> float:
+        """The CPU share of one execution environment: a Managed Instances environment's own,
+        else what the memory size buys."""
+        if self.vcpus_per_environment is not None:
+            return self.vcpus_per_environment
+        return vcpus_for(self.memory_mb)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 
 from onnx_lambda.emulator.environment import exit_status
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, vcpus_for
 from onnx_lambda.emulator.report import InvocationRecord, billed_ms, log_tail
+from onnx_lambda.emulator.template import FunctionSpec
 
 RECORD = InvocationRecord(
     function="F", request_id="rid", environment_id="e", version="$LATEST", cold=True,
@@ -48,11 +50,19 @@ def test_log_tail_is_the_last_4kb() -> None:
                                                (10240, 5.788), (20000, 6.0)])
 def test_cpu_share(memory: int, share: float) -> None:
     assert vcpus_for(memory) == pytest.approx(share, abs=1e-3)
+    assert FunctionSpec("F", "app.handler", Path("/code"), memory_mb=memory).vcpus == vcpus_for(
+        memory)
+
+
+def test_a_managed_instances_environment_has_its_own_share() -> None:
+    spec = FunctionSpec("F", "app.handler", Path("/code"), memory_mb=512,
+                        processes_per_environment=4, vcpus_per_environment=2.0)
+    assert spec.vcpus == 2.0
 
 
 def test_cpu_limiter_off_and_pinned_descriptions() -> None:
-    assert CpuLimiter("off").describe(512) == "unlimited"
-    assert CpuLimiter("pinned").describe(512) == "pinned 1 core(s) for 0.29 vCPU"
+    assert CpuLimiter("off").describe(vcpus_for(512)) == "unlimited"
+    assert CpuLimiter("pinned").describe(vcpus_for(512)) == "pinned 1 core(s) for 0.29 vCPU"
     with pytest.raises(ValueError):
         CpuLimiter("bogus")
 
