@@ -25,6 +25,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from onnx_lambda.emulator.intrinsics import parse_yaml
+
 TEMPLATE = "template.yaml"
 DOCKERFILE = "handler/Dockerfile"
 MAKEFILE = "layers/Makefile"
@@ -49,7 +51,7 @@ def needs_text_requirements(root: Path, name: str) -> bool:
         pipeline = manifest.get("pipeline")
     except (OSError, ValueError, AttributeError):
         return False
-    build_args = _get(load_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])
+    build_args = _get(parse_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])
     return pipeline == "text-embedding" and "EXTRA_REQUIREMENTS" not in build_args
 
 
@@ -109,7 +111,7 @@ def apply(root: Path, name: str) -> list[str]:
 
 def shipped(root: Path) -> dict[str, str | None]:
     """The model each place names (None: a samconfig section that leaves it to the template)."""
-    template = load_yaml((root / TEMPLATE).read_text(encoding="utf-8"))
+    template = parse_yaml((root / TEMPLATE).read_text(encoding="utf-8"))
     names: dict[str, str | None] = {
         "template DockerBuildArgs": str(_get(template, BUILD_ARGS[0])),
         "template managed DockerBuildArgs": str(_get(template, BUILD_ARGS[1])),
@@ -184,24 +186,6 @@ def _content(line: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
-def load_yaml(text: str) -> Any:
-    """PyYAML with CloudFormation's short tags (``!Ref x`` → ``{"!Ref": "x"}``)."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def tagged(loader: Loader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-        if isinstance(node, yaml.ScalarNode):
-            return {f"!{suffix}": loader.construct_scalar(node)}
-        if isinstance(node, yaml.SequenceNode):
-            return {f"!{suffix}": loader.construct_sequence(node, deep=True)}
-        return {f"!{suffix}": loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
-
-    Loader.add_multi_constructor("!", tagged)
-    return yaml.load(text, Loader=Loader)  # a SafeLoader: data only
-
-
 def _get(tree: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         tree = tree[key]
@@ -221,11 +205,11 @@ def _replace_one(pattern: re.Pattern[str], text: str, line: str, rel: str) -> st
 def _verify(root: Path, before: dict[str, str | None], name: str) -> None:
     """Parse every file back: the model is NAME everywhere, nothing else differs."""
     after = {rel: (root / rel).read_text(encoding="utf-8") for rel in before}
-    expected = load_yaml(before[TEMPLATE] or "")
+    expected = parse_yaml(before[TEMPLATE] or "")
     for build_arg in BUILD_ARGS:
         _set(expected, build_arg, name)
     _set(expected, MODEL_PATH, f"models/{name}")
-    if load_yaml(after[TEMPLATE]) != expected:
+    if parse_yaml(after[TEMPLATE]) != expected:
         raise DeployConfigError(f"{TEMPLATE}: the edit changed more than the model; restored")
     old, new = _overrides(before[SAMCONFIG]), _overrides(after[SAMCONFIG])
     for section, overrides in new.items():

@@ -19,10 +19,10 @@ from onnx_lambda.deploy.shipped_model import (
     TEMPLATE,
     DeployConfigError,
     apply,
-    load_yaml,
     model_name,
     shipped,
 )
+from onnx_lambda.emulator.intrinsics import parse_yaml
 from tests.support import cfn
 
 FILES = (TEMPLATE, DOCKERFILE, MAKEFILE, SAMCONFIG)
@@ -61,7 +61,7 @@ def test_every_place_names_the_model_and_nothing_else_changes(project: Path) -> 
     after = {rel: (project / rel).read_text() for rel in FILES}
 
     assert set(shipped(project).values()) == {"detector-v2"}
-    template = load_yaml(after[TEMPLATE])
+    template = parse_yaml(after[TEMPLATE])
     assert template["Parameters"]["ModelPath"]["Default"] == "models/detector-v2"
     metadata = template["Resources"]["InferenceFunction"]["Metadata"]
     assert metadata["DockerBuildArgs"] == {"MODEL": "detector-v2"}

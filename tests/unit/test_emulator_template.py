@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.emulator.intrinsics import Resolver, TemplateError
+from onnx_lambda.emulator.intrinsics import Resolver, TemplateError, parse_yaml
 from onnx_lambda.emulator.template import load_template, parse_overrides
 from onnx_lambda.source_tree import root
 
@@ -156,3 +156,12 @@ def test_image_runtime_is_none_for_a_non_aws_base(tmp_path: Path) -> None:
         "Resources:\n  F:\n    Type: AWS::Serverless::Function\n"
         "    Properties: {PackageType: Image}\n    Metadata: {DockerContext: .}\n")
     assert load_template(tmp_path / "template.yaml").functions["F"].runtime is None
+
+
+def test_short_tags_take_their_long_form() -> None:
+    """One loader for every reader of templates (the emulator, deploy-config): any short tag,
+    including ones no local run resolves, parses; Resolver decides what it can evaluate."""
+    assert parse_yaml("A: !Ref B\nC: !GetAtt X.Arn\nD: !Condition E\nF: !Transform {Name: x}\n"
+                      "G: !If [H, 1, 2]\n") == {
+        "A": {"Ref": "B"}, "C": {"Fn::GetAtt": ["X", "Arn"]}, "D": {"Condition": "E"},
+        "F": {"Fn::Transform": {"Name": "x"}}, "G": {"Fn::If": ["H", 1, 2]}}
