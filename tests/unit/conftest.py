@@ -6,6 +6,11 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+# urllib3 binds a socket to ::1 once, at import, to learn whether IPv6 works (its HAS_IPV6):
+# imported here, before any guard is armed, so that a unit test that imports boto3 or
+# samtranslator (which bring urllib3) alone is not charged with that probe.
+import urllib3  # noqa: F401
+
 from tests.support import tier_guard
 
 CALL_FAILED = pytest.StashKey[bool]()
