@@ -37,6 +37,7 @@ class Instance:
     per_hour: float  # EC2 on-demand, USD
     arch: str
     gpu_memory_gib: float = 0.0
+    gpu: str = ""  # the GPU model, e.g. "NVIDIA L4" (GPU types only)
 
 
 @dataclass(frozen=True)
