@@ -1,16 +1,21 @@
-"""Smoke runs of ``onnx-lambda bench``, ``tune`` and ``simulate`` on a tiny model: each one
-completes, writes its files, and its numbers are finite. No timing is asserted."""
+"""Smoke runs of ``onnx-lambda bench``, ``tune`` (memory sizes, and Managed Instances with
+``scripts/gpu-check``'s no-GPU table) and ``simulate`` on a tiny model: each one completes,
+writes its files, and its numbers are finite. No timing is asserted."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from onnx_lambda.cli import main
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 
@@ -97,3 +102,32 @@ def test_simulate_csv_with_given_strategies(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "simulate-csv.json").read_text())
     assert [r["strategy"] for r in data["results"]] == ["none", "provisioned 1"]
     assert data["results"][1]["cold_starts"] == 0
+
+
+def test_tune_managed_instances_sweeps_processes_and_claims_no_gpu(
+        tiny: Path, tmp_path: Path) -> None:
+    table = tmp_path / "gpu-table.json"
+    gpu_check = subprocess.run([str(root() / "scripts" / "gpu-check"), str(table)],
+                               capture_output=True, text=True, check=False,
+                               env={**os.environ, "PYTHON": sys.executable})
+    assert gpu_check.returncode == 3, gpu_check.stderr  # no CUDA device here
+    assert "not measured" in gpu_check.stdout
+    written = json.loads(table.read_text())
+    assert written["format"] == "onnx-lambda-gpu-table/1" and written["measured"] is False
+    assert written["device"] is None and written["models"] == [] and written["reason"]
+
+    assert main(["tune", "--managed-instances", "--model", str(tiny), "--processes-per-vcpu",
+                 "1,2", "--concurrency", "2", "--requests", "12", "--gpu-table", str(table),
+                 "--out-dir", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "tune-managed.json").read_text())
+    one, two = data["settings"]
+    assert (one["processes"], two["processes"]) == (1, 2)
+    # two clients on one process: some find it busy; two processes take both at once
+    assert two["throttled"] == 0 and two["requests"] == 12
+    assert two["pss_mb"] > 0 and two["rss_mb"] >= two["pss_mb"] and two["fits"]
+    assert math.isfinite(two["cost_per_million"]) and two["cost_per_million"] > 0.2
+    assert data["recommended"] == 2 or (one["throttled"] == 0 and data["recommended"] == 1)
+    assert data["gpu"]["measured"] is False and "no CUDA device" in data["gpu"]["note"]
+    text = (tmp_path / "tune-managed.md").read_text()
+    assert "--managed-instances" in text and "--sizes" not in text
+    assert "GPU variant not measured" in text
