@@ -98,10 +98,12 @@ def test_simulate_csv_with_given_strategies(tmp_path: Path) -> None:
     csv = tmp_path / "ts.csv"
     csv.write_text("timestamp\n" + "\n".join(str(1_700_000_000 + 7 * i) for i in range(200)))
     main(["simulate", "--pattern", "csv", "--csv", str(csv), "--strategy", "none",
-          "--strategy", "provisioned:1", "--out-dir", str(tmp_path)])
+          "--strategy", "provisioned:1", "--idle-minutes", "5-15", "--out-dir", str(tmp_path)])
     data = json.loads((tmp_path / "simulate-csv.json").read_text())
     assert [r["strategy"] for r in data["results"]] == ["none", "provisioned 1"]
     assert data["results"][1]["cold_starts"] == 0
+    text = (tmp_path / "simulate-csv.md").read_text()  # the command as typed, in minutes
+    assert "--idle-minutes 5-15 " in text and "idle reap 5-15 min" in text
 
 
 def test_tune_managed_instances_sweeps_processes_and_claims_no_gpu(
@@ -119,7 +121,7 @@ def test_tune_managed_instances_sweeps_processes_and_claims_no_gpu(
     assert main(["tune", "--managed-instances", "--model", str(tiny), "--processes-per-vcpu",
                  "1,2", "--concurrency", "2", "--requests", "12", "--gpu-table", str(table),
                  "--out-dir", str(tmp_path)]) == 0
-    data = json.loads((tmp_path / "tune-managed.json").read_text())
+    data = json.loads((tmp_path / "tune-managed-linear.json").read_text())
     one, two = data["settings"]
     assert (one["processes"], two["processes"]) == (1, 2)
     # two clients on one process: some find it busy; two processes take both at once
@@ -128,6 +130,6 @@ def test_tune_managed_instances_sweeps_processes_and_claims_no_gpu(
     assert math.isfinite(two["cost_per_million"]) and two["cost_per_million"] > 0.2
     assert data["recommended"] == 2 or (one["throttled"] == 0 and data["recommended"] == 1)
     assert data["gpu"]["measured"] is False and "no CUDA device" in data["gpu"]["note"]
-    text = (tmp_path / "tune-managed.md").read_text()
+    text = (tmp_path / "tune-managed-linear.md").read_text()
     assert "--managed-instances" in text and "--sizes" not in text
     assert "GPU variant not measured" in text

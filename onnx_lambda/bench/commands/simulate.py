@@ -16,11 +16,18 @@ DEFAULT = Scenario()
 
 
 def _idle(text: str) -> tuple[float, float]:
+    """``10`` or ``5-15`` minutes as (low, high) seconds."""
     low, _, high = text.partition("-")
     try:
         return float(low) * 60.0, float(high or low) * 60.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"minutes or a range like 5-15, got {text!r}") from None
+
+
+def _idle_text(text: str) -> str:
+    """Checked, but kept as typed: the printed command must say minutes, as the user did."""
+    _idle(text)
+    return text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="warm duration when nothing is measured")
     parser.add_argument("--network-ms", type=float, default=0.0,
                         help="added to every end-to-end latency (API Gateway, internet)")
-    parser.add_argument("--idle-minutes", type=_idle, default=DEFAULT.idle_minutes,
+    parser.add_argument("--idle-minutes", type=_idle_text,
+                        default=f"{DEFAULT.idle_minutes[0] / 60:g}",
                         metavar="10|5-15",
                         help="idle time before an environment is reaped (a range draws per "
                              "environment)")
@@ -105,7 +113,8 @@ def _instance(args: argparse.Namespace) -> str:
 
 def scenario(args: argparse.Namespace) -> Scenario:
     fields = {name: getattr(args, name) for name in Scenario._fields}
-    return Scenario(**{**fields, "strategy": tuple(args.strategy) if args.strategy else None})
+    return Scenario(**{**fields, "idle_minutes": _idle(args.idle_minutes),
+                       "strategy": tuple(args.strategy) if args.strategy else None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,8 +135,8 @@ def run(args: argparse.Namespace) -> int:
     text = "\n".join([
         f"`{command_line(args)}`", "",
         f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
-        f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes[0] / 60:g}-"
-        f"{args.idle_minutes[1] / 60:g} min; workload {source}; {DEFINITION}.", "",
+        f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes} min; workload "
+        f"{source}; {DEFINITION}.", "",
         *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
         f"Recommended (cheapest with cold starts ≤ {100 * args.target:g} %): "
         f"{best.strategy.label} — {100 * best.cold_fraction:.3f} % cold, "

@@ -1,5 +1,6 @@
 """``onnx-lambda tune --managed-instances``: the processes-per-vCPU sweep (``tune_managed``),
-the CPU vs GPU comparison (``gpu_compare``), printed and written as tune-managed.md/.json."""
+the CPU vs GPU comparison (``gpu_compare``), printed and written as
+tune-managed-MODEL.md/.json."""
 
 from __future__ import annotations
 
@@ -166,14 +167,14 @@ def measure(args: argparse.Namespace, command: str) -> int:
     print(text)
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tune-managed.md").write_text(text, encoding="utf-8")
+    md, js = out / f"tune-managed-{subject.name}.md", out / f"tune-managed-{subject.name}.json"
+    md.write_text(text, encoding="utf-8")
     document: dict[str, Any] = {
         "command": command, "machine": machine(), "model": str(subject.source),
         "instance": vars(inst), "vcpus": args.vcpus, "memory_per_vcpu_gib": args.memory_per_vcpu,
         "concurrency": args.concurrency, "utilization": args.utilization,
         "settings": [s.as_dict() for s in settings],
         "recommended": best.processes_per_vcpu if best else None, "gpu": gpu_json}
-    (out / "tune-managed.json").write_text(json.dumps(document, indent=2) + "\n",
-                                           encoding="utf-8")
-    print(f"wrote {out / 'tune-managed.md'}, {out / 'tune-managed.json'}")
+    js.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {md}, {js}")
     return 0
