@@ -136,3 +136,24 @@ def test_without_a_device_the_handler_choice_is_cpu_and_says_why(tmp_path: Path)
     (folder / "model.json").write_text(json.dumps({"gpu": {"suitable": False}}))
     provider, reason = gpu_compare.local_choice(folder, env={"CUDA_VISIBLE_DEVICES": "-1"})
     assert provider == "cpu" and "no GPU device" in reason
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--processes-per-vcpu", "0,1"], "at least 1 process per vCPU"),
+    (["--vcpus", "999"], "this host can emulate"),
+    (["--concurrency", "0"], "must be at least 1"),
+    (["--utilization", "1.5"], "--utilization"),
+    (["--instance", "t2.nano"], "no price for instance type"),
+])
+def test_bad_numbers_are_refused_before_anything_runs(flags: list[str], message: str) -> None:
+    from onnx_lambda.cli import main
+
+    with pytest.raises(SystemExit, match=message):
+        main(["tune", "--managed-instances", "--model", "/nonexistent", *flags])
+
+
+def test_a_missing_model_is_a_message_not_a_traceback() -> None:
+    from onnx_lambda.cli import main
+
+    with pytest.raises(SystemExit, match="onnx-lambda tune: model not found: /nonexistent"):
+        main(["tune", "--managed-instances", "--model", "/nonexistent"])

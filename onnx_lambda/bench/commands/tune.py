@@ -129,6 +129,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from handler.errors import ModelLoadError
+
+    try:
+        return _run(args)
+    except ModelLoadError as exc:  # a missing or broken model: say so, no traceback
+        raise SystemExit(f"onnx-lambda tune: {exc}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.model is None:
         args.model = default_models()[0]
     if args.managed_instances:

@@ -22,7 +22,7 @@ DEFAULT_PER_VCPU = "1,2,4,8,16"  # 16 per vCPU: PerExecutionEnvironmentMaxConcur
 # Filled only in this mode (so a memory sweep's command line does not list them)
 DEFAULTS: dict[str, object] = {
     "processes_per_vcpu": ints(DEFAULT_PER_VCPU), "vcpus": 1, "memory_per_vcpu": 2,
-    "concurrency": 4, "utilization": 0.7, "tolerance": 0.1, "gpu_instance": "g6.xlarge",
+    "concurrency": 4, "utilization": 0.7, "tolerance": 0.1,
     "repeat": 1, "requests": 300}
 QUICK = {**DEFAULTS, "requests": 40}
 MEMORY_ONLY = ("sizes", "warm", "cold_fraction", "strategy", "weight", "metric",
@@ -55,9 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gpu-table", type=Path, default=None, metavar="FILE.json",
                        help="GPU latency table from scripts/gpu-check, for the CPU vs GPU "
                             "comparison (measured on this machine instead when it has CUDA)")
-    group.add_argument("--gpu-instance", default=None,
-                       help="GPU type for a GPU measured here (its GPU must be this one's; "
-                            "g6.xlarge)")
 
 
 def markdown(settings: list[Setting], best: Setting | None, *, command: str, subject: Subject,
@@ -108,12 +105,17 @@ def markdown(settings: list[Setting], best: Setting | None, *, command: str, sub
 def gpu_side(args: argparse.Namespace, subject: Subject, prices: PriceTable) -> GpuSide:
     """The GPU variant: measured here when CUDA is found, else from --gpu-table, else none."""
     from onnx_lambda.bench import gpu_compare, tune_managed
-    from onnx_lambda.bench.managed import instance
 
     provider, reason = gpu_compare.local_choice(subject.model)
     if provider == "cuda":
-        inst = instance(prices, args.gpu_instance)
-        per_vcpu = -(-args.concurrency // inst.vcpus)
+        from onnx_lambda.bench.gpu_check import probe
+
+        device = probe().get("gpu") or "an unnamed GPU"
+        inst = gpu_compare.gpu_instance(prices, device)
+        if inst is None:
+            return gpu_compare.GpuSide(None, f"GPU variant not measured: CUDA is here, but no "
+                                             f"priced Managed Instances type has {device}")
+        per_vcpu = -(-args.concurrency // inst.vcpus)  # a process for each client
         run = tune_managed.measure(subject, per_vcpu, vcpus=inst.vcpus, gib_per_vcpu=2,
                                    concurrency=args.concurrency, requests=args.requests,
                                    timeout_s=300.0,
@@ -123,13 +125,26 @@ def gpu_side(args: argparse.Namespace, subject: Subject, prices: PriceTable) -> 
                                         utilization=args.utilization)
         option = gpu_compare.Option(f"GPU {inst.name} (measured here)", measured.p99_ms,
                                     measured.cost_per_million)
-        return gpu_compare.GpuSide(option, f"GPU measured here ({reason}; priced as "
-                                           f"{inst.name}: this host's GPU must be its {inst.gpu})")
+        return gpu_compare.GpuSide(option, f"GPU measured here on {device} ({reason})")
     if args.gpu_table is not None:
         table = gpu_compare.load_table(args.gpu_table)
         return gpu_compare.from_table(table, subject.name, prices, args.utilization)
     return gpu_compare.GpuSide(None, f"GPU variant not measured: {reason}, and no --gpu-table "
                                      "(scripts/gpu-check writes one on a GPU machine)")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Numbers the sweep cannot run with, refused before anything starts."""
+    from onnx_lambda.bench.tune import host_cpus
+
+    if min(args.processes_per_vcpu, default=0) < 1:
+        raise ValueError("--processes-per-vcpu: every setting needs at least 1 process per vCPU")
+    if args.concurrency < 1 or args.requests < 1 or args.repeat < 1:
+        raise ValueError("--concurrency, --requests and --repeat must be at least 1")
+    if not 1 <= args.vcpus <= host_cpus():
+        raise ValueError(f"--vcpus {args.vcpus}: this host can emulate 1 to {host_cpus()}")
+    if not 0 < args.utilization <= 1 or args.tolerance < 0:
+        raise ValueError("--utilization must be in (0, 1] and --tolerance at least 0")
 
 
 def measure(args: argparse.Namespace, command: str) -> int:
@@ -142,6 +157,7 @@ def measure(args: argparse.Namespace, command: str) -> int:
 
     prices = PriceTable.load()
     try:
+        validate(args)
         inst = instance(prices, args.instance or ("c7g.large" if args.arch == "arm64"
                                                   else "c7i.large"))
         tune_managed.check_instance(inst, args.vcpus)
