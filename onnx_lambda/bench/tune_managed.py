@@ -29,20 +29,19 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from onnx_lambda.bench import servers
 from onnx_lambda.bench.cold import _REPORT, INVOKE_PATH
 from onnx_lambda.bench.cost import PriceTable
-from onnx_lambda.bench.managed import Instance, managed_terms
+from onnx_lambda.bench.managed import MEMORY_RESERVE, Instance, managed_terms
 from onnx_lambda.bench.process_memory import rollup
 from onnx_lambda.bench.stats import percentile
 from onnx_lambda.bench.subject import Subject
 
 RETRY_PAUSE_S = 0.005  # a throttled client waits this long before its next request
 READY_HOLD_MS = 300  # warm-up pings hold their process this long, so they spread over all
-RESERVE = 0.1  # of an instance's memory, for the OS and Lambda's agent (as managed.py)
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,8 @@ def environments_per_instance(inst: Instance, vcpus: int) -> int:
 
 def fits(inst: Instance, vcpus: int, pss_mb: float, memory_mb: int) -> bool:
     """Within the environment's own memory, and the instance holds its environments."""
-    budget = inst.memory_gib * 1024.0 * (1.0 - RESERVE) / environments_per_instance(inst, vcpus)
+    usable = inst.memory_gib * 1024.0 * (1.0 - MEMORY_RESERVE)
+    budget = usable / environments_per_instance(inst, vcpus)
     return pss_mb <= min(memory_mb, budget)
 
 
@@ -250,19 +250,18 @@ def setting(per_vcpu: int, runs: Sequence[dict[str, Any]], *, vcpus: int, gib_pe
     base = Setting(per_vcpu, per_vcpu * vcpus, vcpus, memory_mb)
     errors = [r["error"] for r in runs if "error" in r]
     if errors:
-        return Setting(**{**asdict(base), "failed": errors[0]})
+        return replace(base, failed=errors[0])
     durations = [d for r in runs for d in r["durations_ms"]]
     client = [d for r in runs for d in r["client_ms"]]
     rps = len(durations) / sum(r["wall_s"] for r in runs)
     pss = max(r["pss_mb"] for r in runs)
-    return Setting(
-        **{**asdict(base), "requests": len(durations),
-           "throttled": sum(r["throttled"] for r in runs),
-           "p50_ms": percentile(durations, 50), "p99_ms": percentile(durations, 99),
-           "client_p99_ms": percentile(client, 99), "sustained_rps": rps,
-           "rss_mb": max(r["rss_mb"] for r in runs), "pss_mb": pss,
-           "fits": fits(inst, vcpus, pss, memory_mb),
-           "cost_per_million": cost_per_million(prices, inst, vcpus, rps, utilization)})
+    return replace(
+        base, requests=len(durations), throttled=sum(r["throttled"] for r in runs),
+        p50_ms=percentile(durations, 50), p99_ms=percentile(durations, 99),
+        client_p99_ms=percentile(client, 99), sustained_rps=rps,
+        rss_mb=max(r["rss_mb"] for r in runs), pss_mb=pss,
+        fits=fits(inst, vcpus, pss, memory_mb),
+        cost_per_million=cost_per_million(prices, inst, vcpus, rps, utilization))
 
 
 def recommend(settings: Sequence[Setting], tolerance: float = 0.1) -> Setting | None:
