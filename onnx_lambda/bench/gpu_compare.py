@@ -114,7 +114,8 @@ def from_table(table: Mapping[str, Any], model: str, prices: PriceTable,
                              "priced Managed Instances type has that GPU: no cost comparison")
     option = Option(f"GPU {inst.name} ({where})", float(cuda["p99_ms"]),
                     priced(prices, inst, float(cuda["rps"]), utilization))
-    return GpuSide(option, f"GPU measured on {where}")
+    weights = f"; weights {entry['weights']}" if entry.get("weights") else ""
+    return GpuSide(option, f"GPU measured on {where}{weights}")
 
 
 def at_equal_p99(cpu: Sequence[Option], gpu: Option) -> dict[str, Any] | None:
