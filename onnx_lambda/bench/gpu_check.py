@@ -47,7 +47,7 @@ import json, sys, time
 import handler.app as app
 from onnx_lambda.lambda_context import LambdaContext
 event, count, warmup = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-for _ in range(warmup):
+for _ in range(max(1, warmup)):  # the first answer is the one checked for parity
     first = app.handler(event, LambdaContext())
 print("ready", flush=True)
 sys.stdin.readline()
@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="per process")
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args(argv)
+    if min(args.processes, args.requests) < 1:
+        parser.error("--processes and --requests must be at least 1")
     found = probe()
     rows: list[dict[str, Any]] = []
     if "reason" in found:
