@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from onnx_lambda.bench.cost import PriceTable
+from onnx_lambda.bench.equal_p99 import Option, cheapest
 from onnx_lambda.bench.managed import Instance
 
 FORMAT = "onnx-lambda-gpu-table/1"
@@ -32,14 +33,6 @@ FORMAT = "onnx-lambda-gpu-table/1"
 
 class GpuTableError(ValueError):
     """A GPU table that is not one ``scripts/gpu-check`` wrote, or lacks the model."""
-
-
-class Option(NamedTuple):
-    """One measured way to serve the model: latency and price."""
-
-    label: str
-    p99_ms: float
-    cost_per_million: float
 
 
 class GpuSide(NamedTuple):
@@ -119,15 +112,14 @@ def from_table(table: Mapping[str, Any], model: str, prices: PriceTable,
 
 
 def at_equal_p99(cpu: Sequence[Option], gpu: Option) -> dict[str, Any] | None:
-    """The cheapest CPU option and the GPU at the p99 both reach; None if no CPU option."""
-    if not cpu or not math.isfinite(gpu.p99_ms):
+    """The cheapest CPU option and the GPU at the p99 both reach; None if no CPU option
+    (costs: USD per million requests)."""
+    compared = cheapest(cpu, [gpu]) if math.isfinite(gpu.p99_ms) else None
+    if compared is None:
         return None
-    target = max(min(o.p99_ms for o in cpu), gpu.p99_ms)
-    best_cpu = min((o for o in cpu if o.p99_ms <= target), key=lambda o: o.cost_per_million)
-    cheaper = "GPU" if gpu.cost_per_million < best_cpu.cost_per_million else "CPU"
-    return {"p99_target_ms": target, "cpu": best_cpu._asdict(), "gpu": gpu._asdict(),
-            "cheaper": cheaper,
-            "ratio_gpu_to_cpu": gpu.cost_per_million / best_cpu.cost_per_million}
+    return {"p99_target_ms": compared["p99_target_ms"], "cpu": compared["first"],
+            "gpu": compared["second"], "cheaper": "GPU" if compared["ratio"] < 1 else "CPU",
+            "ratio_gpu_to_cpu": compared["ratio"]}
 
 
 def summary(cpu: Sequence[Option], side: GpuSide) -> tuple[str, dict[str, Any]]:
@@ -140,7 +132,7 @@ def summary(cpu: Sequence[Option], side: GpuSide) -> tuple[str, dict[str, Any]]:
                 {"measured": True, "note": side.note, "gpu": side.option._asdict()})
     cpu_best, gpu = compared["cpu"], compared["gpu"]
     text = (f"At equal p99 (≤ {compared['p99_target_ms']:.2f} ms): CPU {cpu_best['label']} "
-            f"${cpu_best['cost_per_million']:.3f} vs {gpu['label']} "
-            f"${gpu['cost_per_million']:.3f} per million requests: {compared['cheaper']} is "
+            f"${cpu_best['cost']:.3f} vs {gpu['label']} "
+            f"${gpu['cost']:.3f} per million requests: {compared['cheaper']} is "
             f"cheaper ({side.note}).")
     return text, {"measured": True, "note": side.note, **compared}

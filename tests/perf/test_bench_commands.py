@@ -92,6 +92,16 @@ def test_simulate_uses_measured_numbers_and_recommends(tmp_path: Path) -> None:
     assert code == (0 if best["cold_fraction"] <= 0.01 else 1)
     assert all(math.isfinite(v) for v in numbers(data["results"]))
     assert (tmp_path / "simulate-bursty.png").stat().st_size > 0
+    versus = data["managed_vs_provisioned"]  # both families free of cold starts, same p99
+    by_label = {r["strategy"]: r for r in data["results"]}
+    managed, provisioned = by_label[versus["second"]["label"]], by_label[versus["first"]["label"]]
+    assert managed["managed"] and provisioned["provisioned"]
+    assert managed["cold_starts"] == provisioned["cold_starts"] == 0
+    assert max(managed["p99_ms"], provisioned["p99_ms"]) <= versus["p99_target_ms"]
+    assert versus["ratio"] == pytest.approx(
+        managed["monthly_cost"]["total"] / provisioned["monthly_cost"]["total"])
+    assert "Managed Instances vs provisioned concurrency" in (
+        tmp_path / "simulate-bursty.md").read_text()
 
 
 def test_simulate_csv_with_given_strategies(tmp_path: Path) -> None:

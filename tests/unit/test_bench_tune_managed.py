@@ -104,7 +104,7 @@ def test_the_table_side_says_why_nothing_is_compared(tmp_path: Path) -> None:
     l4 = side(measured=True, device={"name": "NVIDIA L4"}, models=[cuda_row()], date="d")
     assert l4.option is not None and l4.option.p99_ms == 2.0
     # the whole g6.xlarge per environment: 0.8048 x 1.15 / (1000 x 0.7 x 3600) x 1e6 + 0.20
-    assert l4.option.cost_per_million == pytest.approx(0.8048 * 1.15 / 2_520_000 * 1e6 + 0.2)
+    assert l4.option.cost == pytest.approx(0.8048 * 1.15 / 2_520_000 * 1e6 + 0.2)
 
 
 def test_equal_p99_compares_the_cheapest_option_each_side_reaches() -> None:

@@ -117,6 +117,28 @@ def scenario(args: argparse.Namespace) -> Scenario:
                        "strategy": tuple(args.strategy) if args.strategy else None})
 
 
+def managed_vs_provisioned(results: list[Any]) -> tuple[str, dict[str, Any] | None]:
+    """Managed Instances against provisioned concurrency, each without a single cold start,
+    at equal p99 (``equal_p99``), on the monthly bill."""
+    from onnx_lambda.bench.equal_p99 import Option, cheapest
+
+    def family(managed: bool) -> list[Option]:
+        return [Option(r.strategy.label, r.as_dict()["p99_ms"], r.bill.total) for r in results
+                if r.cold_starts == 0 and (bool(r.strategy.managed) if managed
+                                           else r.strategy.provisioned > 0)]
+
+    compared = cheapest(family(managed=False), family(managed=True))
+    if compared is None:
+        return ("Managed Instances vs provisioned concurrency: the sweep has no cold-start-free "
+                "option of each to compare.", None)
+    pc, mi = compared["first"], compared["second"]
+    verdict = ("Managed Instances are cheaper" if compared["ratio"] < 1 else
+               f"provisioned concurrency is cheaper (Managed Instances {compared['ratio']:.2f}x)")
+    return (f"Managed Instances vs provisioned concurrency, neither with a cold start, at equal "
+            f"p99 (≤ {compared['p99_target_ms']:.1f} ms): {mi['label']} {mi['cost']:,.2f} vs "
+            f"{pc['label']} {pc['cost']:,.2f} USD/month: {verdict}.", compared)
+
+
 def run(args: argparse.Namespace) -> int:
     from onnx_lambda.bench import plots
     from onnx_lambda.bench.report import fmt, table
@@ -132,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
              fmt(r.as_dict()["p99_ms"], 1), str(r.environments),
              f"{r.bill.total:,.2f}", "**recommended**" if r is best else ""]
             for r in sorted(results, key=lambda r: r.bill.total)]
+    versus, compared = managed_vs_provisioned(results)
     text = "\n".join([
         f"`{command_line(args)}`", "",
         f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
@@ -140,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
         f"Recommended (cheapest with cold starts ≤ {100 * args.target:g} %): "
         f"{best.strategy.label} — {100 * best.cold_fraction:.3f} % cold, "
-        f"p99 {best.as_dict()['p99_ms']:.1f} ms, {best.bill.total:,.2f} USD/month."])
+        f"p99 {best.as_dict()['p99_ms']:.1f} ms, {best.bill.total:,.2f} USD/month.", "",
+        versus])
     print(text)
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -150,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     (out / f"{name}.json").write_text(json.dumps({
         "pattern": args.pattern, "requests": requests, "horizon_s": horizon,
         "workload": source, "target": args.target, "recommended": best.strategy.label,
-        "results": dicts}, indent=2) + "\n", encoding="utf-8")
+        "managed_vs_provisioned": compared, "results": dicts}, indent=2) + "\n",
+        encoding="utf-8")
     plots.strategies(dicts, f"{args.pattern}: cold starts vs monthly cost", out / f"{name}.png",
                      recommended=best.strategy.label, target=args.target)
     print(f"wrote {out / name}.md/.json/.png")
