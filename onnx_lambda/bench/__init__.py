@@ -8,7 +8,9 @@ Commands (``onnx-lambda …``, one module each in ``commands/``):
   (``image_size``) of onnx-lambda against the floors, a naive handler, FastAPI + Mangum and an
   always-on server, written to ``docs/benchmarks.md`` (``report``);
 - ``tune`` (``tune``, ``sizing``): latency, cold init and cost per memory size, and a
-  recommendation;
+  recommendation; ``--managed-instances`` (``tune_managed``): processes per vCPU of a Managed
+  Instances environment, and CPU vs GPU (``gpu_compare``, ``equal_p99``; the GPU table comes
+  from ``gpu_check``, which ``scripts/gpu-check`` runs on a GPU machine);
 - ``simulate`` (``strategy_sweep`` over ``simulate``): cold-start fraction, p99 and monthly
   cost per cold-start strategy for a traffic pattern;
 - ``price`` (``managed``, ``process_memory``): the monthly bill on demand, provisioned, and on

@@ -27,6 +27,7 @@ from typing import Any
 from onnx_lambda.bench.cost import SECONDS_PER_MONTH, PriceTable, billed_ms, gb_seconds
 
 HOURS_PER_MONTH = SECONDS_PER_MONTH / 3600.0
+MEMORY_RESERVE = 0.1  # of an instance's memory, for the OS and Lambda's agent
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Instance:
     per_hour: float  # EC2 on-demand, USD
     arch: str
     gpu_memory_gib: float = 0.0
+    gpu: str = ""  # the GPU model, e.g. "NVIDIA L4" (GPU types only)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def instance(prices: PriceTable, name: str) -> Instance:
 
 
 def processes_that_fit(inst: Instance, rss_mb: float, processes_per_vcpu: int, *,
-                       reserve: float = 0.1) -> int:
+                       reserve: float = MEMORY_RESERVE) -> int:
     """Processes one instance can hold: vCPUs × processes per vCPU, capped by its memory."""
     if rss_mb <= 0 or processes_per_vcpu < 1:
         raise ValueError("need rss_mb > 0 and processes_per_vcpu >= 1")
@@ -106,7 +108,7 @@ def processes_that_fit(inst: Instance, rss_mb: float, processes_per_vcpu: int, *
 
 def managed(traffic: Traffic, prices: PriceTable, inst: Instance, *, rss_mb: float,
             processes_per_vcpu: int = 1, utilization: float = 0.7,
-            reserve: float = 0.1) -> Option:
+            reserve: float = MEMORY_RESERVE) -> Option:
     processes = processes_that_fit(inst, rss_mb, processes_per_vcpu, reserve=reserve)
     if processes < 1:
         raise ValueError(f"one {rss_mb:.0f} MB process does not fit in {inst.name}'s "

@@ -29,7 +29,7 @@ class ProcessMemory(NamedTuple):
         return self.pss_mb / self.processes
 
 
-def _rollup(pid: int) -> dict[str, float]:
+def rollup(pid: int) -> dict[str, float]:
     values = {}
     with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as fh:
         for line in fh:
@@ -55,7 +55,7 @@ def measure(model: Path, processes: int, *, timeout_s: float = 300.0) -> Process
                 _, err = child.communicate(timeout=timeout_s)
                 tail = err.strip().splitlines()[-1:] or ["no output"]
                 raise RuntimeError(f"a handler process on {model} failed: {tail[0]}")
-        rollups = [_rollup(child.pid) for child in children]
+        rollups = [rollup(child.pid) for child in children]
     finally:
         for child in children:
             child.kill()

@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,15 @@ FUNCTION = "Bench"  # the generated template's only function
 
 
 def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
-                   timeout_s: int = 60, provisioned: int = 0) -> str:
+                   timeout_s: int = 60, provisioned: int = 0,
+                   managed: tuple[int, int] | None = None) -> str:
     """A SAM template with one zip function ``Bench`` (the repository as code, ``provisioned``
-    environments started up front) and the HTTP API route ``POST /predict``. JSON is valid
+    environments started up front) and the HTTP API route ``POST /predict``; ``managed``
+    (processes, GiB per vCPU) makes it a Lambda Managed Instances function. JSON is valid
     YAML, so no YAML writer is needed."""
     properties: dict[str, object] = {
-        "Runtime": "python3.12", "Handler": handler, "CodeUri": str(root()),
+        "Runtime": "python3.13" if managed else "python3.12", "Handler": handler,
+        "CodeUri": str(root()),
         "MemorySize": memory_mb, "Timeout": timeout_s,
         "Environment": {"Variables": dict(environment)},
         "Events": {"Predict": {"Type": "HttpApi",
@@ -38,6 +41,10 @@ def bench_template(handler: str, environment: Mapping[str, str], *, memory_mb: i
     if provisioned:
         properties["ProvisionedConcurrencyConfig"] = {
             "ProvisionedConcurrentExecutions": provisioned}
+    if managed:
+        properties["CapacityProviderConfig"] = {
+            "PerExecutionEnvironmentMaxConcurrency": managed[0],
+            "ExecutionEnvironmentMemoryGiBPerVCpu": managed[1]}
     template = {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
@@ -54,17 +61,20 @@ def _checkout(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def emulator(handler: str, environment: Mapping[str, str], *, memory_mb: int = 1769,
              concurrency: int = 4, provisioned: int = 0,
-             cpu_limit: str | None = None) -> ServerProcess:
+             cpu_limit: str | None = None, managed: tuple[int, int] | None = None,
+             extra_args: Sequence[str] = ()) -> ServerProcess:
     """``onnx-lambda serve`` on a generated template running ``handler`` (at most
     ``concurrency`` environments, ``provisioned`` of them started up front, function logs
-    off; ``cpu_limit``: its ``--cpu-limit``, default the command's)."""
+    off; ``cpu_limit``: its ``--cpu-limit``, default the command's; ``managed``: see
+    ``bench_template``; ``extra_args``: more ``serve`` options)."""
     files = tempfile.TemporaryDirectory(prefix="onnx-lambda-bench-")
     template = Path(files.name) / "template.yaml"
     template.write_text(bench_template(handler, environment, memory_mb=memory_mb,
-                                       provisioned=provisioned))
+                                       provisioned=provisioned, managed=managed))
     return server_process.start_server_process(
         ["--template", str(template), "--quiet", "--concurrency", str(concurrency),
-         *(["--cpu-limit", cpu_limit] if cpu_limit else [])], files=files, **_checkout())
+         *(["--cpu-limit", cpu_limit] if cpu_limit else []), *extra_args], files=files,
+        **_checkout())
 
 
 def rie_binary() -> Path | None:

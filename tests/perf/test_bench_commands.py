@@ -1,16 +1,21 @@
-"""Smoke runs of ``onnx-lambda bench``, ``tune`` and ``simulate`` on a tiny model: each one
-completes, writes its files, and its numbers are finite. No timing is asserted."""
+"""Smoke runs of ``onnx-lambda bench``, ``tune`` (memory sizes, and Managed Instances with
+``scripts/gpu-check``'s no-GPU table) and ``simulate`` on a tiny model: each one completes,
+writes its files, and its numbers are finite. No timing is asserted."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from onnx_lambda.cli import main
+from onnx_lambda.source_tree import root
 from tests.support import models
 
 
@@ -87,13 +92,54 @@ def test_simulate_uses_measured_numbers_and_recommends(tmp_path: Path) -> None:
     assert code == (0 if best["cold_fraction"] <= 0.01 else 1)
     assert all(math.isfinite(v) for v in numbers(data["results"]))
     assert (tmp_path / "simulate-bursty.png").stat().st_size > 0
+    versus = data["managed_vs_provisioned"]  # both families free of cold starts, same p99
+    by_label = {r["strategy"]: r for r in data["results"]}
+    managed, provisioned = by_label[versus["second"]["label"]], by_label[versus["first"]["label"]]
+    assert managed["managed"] and provisioned["provisioned"]
+    assert managed["cold_starts"] == provisioned["cold_starts"] == 0
+    assert max(managed["p99_ms"], provisioned["p99_ms"]) <= versus["p99_target_ms"]
+    assert versus["ratio"] == pytest.approx(
+        managed["monthly_cost"]["total"] / provisioned["monthly_cost"]["total"])
+    assert "Managed Instances vs provisioned concurrency" in (
+        tmp_path / "simulate-bursty.md").read_text()
 
 
 def test_simulate_csv_with_given_strategies(tmp_path: Path) -> None:
     csv = tmp_path / "ts.csv"
     csv.write_text("timestamp\n" + "\n".join(str(1_700_000_000 + 7 * i) for i in range(200)))
     main(["simulate", "--pattern", "csv", "--csv", str(csv), "--strategy", "none",
-          "--strategy", "provisioned:1", "--out-dir", str(tmp_path)])
+          "--strategy", "provisioned:1", "--idle-minutes", "5-15", "--out-dir", str(tmp_path)])
     data = json.loads((tmp_path / "simulate-csv.json").read_text())
     assert [r["strategy"] for r in data["results"]] == ["none", "provisioned 1"]
     assert data["results"][1]["cold_starts"] == 0
+    text = (tmp_path / "simulate-csv.md").read_text()  # the command as typed, in minutes
+    assert "--idle-minutes 5-15 " in text and "idle reap 5-15 min" in text
+
+
+def test_tune_managed_instances_sweeps_processes_and_claims_no_gpu(
+        tiny: Path, tmp_path: Path) -> None:
+    table = tmp_path / "gpu-table.json"
+    gpu_check = subprocess.run([str(root() / "scripts" / "gpu-check"), str(table)],
+                               capture_output=True, text=True, check=False,
+                               env={**os.environ, "PYTHON": sys.executable})
+    assert gpu_check.returncode == 3, gpu_check.stderr  # no CUDA device here
+    assert "not measured" in gpu_check.stdout
+    written = json.loads(table.read_text())
+    assert written["format"] == "onnx-lambda-gpu-table/1" and written["measured"] is False
+    assert written["device"] is None and written["models"] == [] and written["reason"]
+
+    assert main(["tune", "--managed-instances", "--model", str(tiny), "--processes-per-vcpu",
+                 "1,2", "--concurrency", "2", "--requests", "12", "--gpu-table", str(table),
+                 "--out-dir", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "tune-managed-linear.json").read_text())
+    one, two = data["settings"]
+    assert (one["processes"], two["processes"]) == (1, 2)
+    # two clients on one process: some find it busy; two processes take both at once
+    assert two["throttled"] == 0 and two["requests"] == 12
+    assert two["pss_mb"] > 0 and two["rss_mb"] >= two["pss_mb"] and two["fits"]
+    assert math.isfinite(two["cost_per_million"]) and two["cost_per_million"] > 0.2
+    assert data["recommended"] == 2 or (one["throttled"] == 0 and data["recommended"] == 1)
+    assert data["gpu"]["measured"] is False and "no CUDA device" in data["gpu"]["note"]
+    text = (tmp_path / "tune-managed-linear.md").read_text()
+    assert "--managed-instances" in text and "--sizes" not in text
+    assert "GPU variant not measured" in text

@@ -16,11 +16,18 @@ DEFAULT = Scenario()
 
 
 def _idle(text: str) -> tuple[float, float]:
+    """``10`` or ``5-15`` minutes as (low, high) seconds."""
     low, _, high = text.partition("-")
     try:
         return float(low) * 60.0, float(high or low) * 60.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"minutes or a range like 5-15, got {text!r}") from None
+
+
+def _idle_text(text: str) -> str:
+    """Checked, but kept as typed: the printed command must say minutes, as the user did."""
+    _idle(text)
+    return text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="warm duration when nothing is measured")
     parser.add_argument("--network-ms", type=float, default=0.0,
                         help="added to every end-to-end latency (API Gateway, internet)")
-    parser.add_argument("--idle-minutes", type=_idle, default=DEFAULT.idle_minutes,
+    parser.add_argument("--idle-minutes", type=_idle_text,
+                        default=f"{DEFAULT.idle_minutes[0] / 60:g}",
                         metavar="10|5-15",
                         help="idle time before an environment is reaped (a range draws per "
                              "environment)")
@@ -105,7 +113,30 @@ def _instance(args: argparse.Namespace) -> str:
 
 def scenario(args: argparse.Namespace) -> Scenario:
     fields = {name: getattr(args, name) for name in Scenario._fields}
-    return Scenario(**{**fields, "strategy": tuple(args.strategy) if args.strategy else None})
+    return Scenario(**{**fields, "idle_minutes": _idle(args.idle_minutes),
+                       "strategy": tuple(args.strategy) if args.strategy else None})
+
+
+def managed_vs_provisioned(results: list[Any]) -> tuple[str, dict[str, Any] | None]:
+    """Managed Instances against provisioned concurrency, each without a single cold start,
+    at equal p99 (``equal_p99``), on the monthly bill."""
+    from onnx_lambda.bench.equal_p99 import Option, cheapest
+
+    def family(managed: bool) -> list[Option]:
+        return [Option(r.strategy.label, r.as_dict()["p99_ms"], r.bill.total) for r in results
+                if r.cold_starts == 0 and (bool(r.strategy.managed) if managed
+                                           else r.strategy.provisioned > 0)]
+
+    compared = cheapest(family(managed=False), family(managed=True))
+    if compared is None:
+        return ("Managed Instances vs provisioned concurrency: the sweep has no cold-start-free "
+                "option of each to compare.", None)
+    pc, mi = compared["first"], compared["second"]
+    verdict = ("Managed Instances are cheaper" if compared["ratio"] < 1 else
+               f"provisioned concurrency is cheaper (Managed Instances {compared['ratio']:.2f}x)")
+    return (f"Managed Instances vs provisioned concurrency, neither with a cold start, at equal "
+            f"p99 (≤ {compared['p99_target_ms']:.1f} ms): {mi['label']} {mi['cost']:,.2f} vs "
+            f"{pc['label']} {pc['cost']:,.2f} USD/month: {verdict}.", compared)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,15 +154,17 @@ def run(args: argparse.Namespace) -> int:
              fmt(r.as_dict()["p99_ms"], 1), str(r.environments),
              f"{r.bill.total:,.2f}", "**recommended**" if r is best else ""]
             for r in sorted(results, key=lambda r: r.bill.total)]
+    versus, compared = managed_vs_provisioned(results)
     text = "\n".join([
         f"`{command_line(args)}`", "",
         f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
-        f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes[0] / 60:g}-"
-        f"{args.idle_minutes[1] / 60:g} min; workload {source}; {DEFINITION}.", "",
+        f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes} min; workload "
+        f"{source}; {DEFINITION}.", "",
         *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
         f"Recommended (cheapest with cold starts ≤ {100 * args.target:g} %): "
         f"{best.strategy.label} — {100 * best.cold_fraction:.3f} % cold, "
-        f"p99 {best.as_dict()['p99_ms']:.1f} ms, {best.bill.total:,.2f} USD/month."])
+        f"p99 {best.as_dict()['p99_ms']:.1f} ms, {best.bill.total:,.2f} USD/month.", "",
+        versus])
     print(text)
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     (out / f"{name}.json").write_text(json.dumps({
         "pattern": args.pattern, "requests": requests, "horizon_s": horizon,
         "workload": source, "target": args.target, "recommended": best.strategy.label,
-        "results": dicts}, indent=2) + "\n", encoding="utf-8")
+        "managed_vs_provisioned": compared, "results": dicts}, indent=2) + "\n",
+        encoding="utf-8")
     plots.strategies(dicts, f"{args.pattern}: cold starts vs monthly cost", out / f"{name}.png",
                      recommended=best.strategy.label, target=args.target)
     print(f"wrote {out / name}.md/.json/.png")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onnx_lambda.bench.commands import tune_managed
 from onnx_lambda.bench.commands.options import IMG, command_line, default_models, fill, ints
 
 if TYPE_CHECKING:
@@ -103,7 +104,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tune.add_argument("--sizes", type=ints, default=ints(DEFAULT_SIZES),
                       metavar=DEFAULT_SIZES)
     tune.add_argument("--repeat", type=int, default=None,
-                      help="fresh environments per size (3; quick: 1)")
+                      help="fresh environments per size (3; quick: 1) or per "
+                           "--managed-instances setting (1)")
     tune.add_argument("--warm", type=int, default=None,
                       help="warm invocations per environment (100; quick: 20)")
     tune.add_argument("--arch", choices=("x86_64", "arm64"), default="x86_64")
@@ -122,11 +124,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tune.add_argument("--write-samconfig", type=Path, nargs="?", const=Path("samconfig.toml"),
                       default=None, metavar="samconfig.toml",
                       help="set MemorySize in [default.deploy.parameters] parameter_overrides")
+    tune_managed.add_arguments(tune)
     tune.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from handler.errors import ModelLoadError
+
+    try:
+        return _run(args)
+    except ModelLoadError as exc:  # a missing or broken model: say so, no traceback
+        raise SystemExit(f"onnx-lambda tune: {exc}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.model is None:
         args.model = default_models()[0]
+    if args.managed_instances:
+        fill(args, tune_managed.DEFAULTS, tune_managed.QUICK)
+        for unused in tune_managed.MEMORY_ONLY:  # so the printed command lists only its own
+            setattr(args, unused, None)
+        return tune_managed.measure(args, command_line(args))
     fill(args, {"repeat": 3, "warm": 100}, {"repeat": 1, "warm": 20})
     return measure(args, command_line(args))
