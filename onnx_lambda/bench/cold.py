@@ -32,6 +32,12 @@ from onnx_lambda.source_tree import root
 
 INVOKE_PATH = f"/2015-03-31/functions/{servers.FUNCTION}/invocations"
 _REPORT = re.compile(r"(Init Duration|Billed Duration|Duration|Max Memory Used): ([\d.]+)")
+
+
+def report_fields(log_tail: str) -> dict[str, float]:
+    """The numbers of the last REPORT line in an Invoke API log tail (empty without one)."""
+    line = log_tail[log_tail.rfind("REPORT"):] if "REPORT" in log_tail else ""
+    return {key: float(value) for key, value in _REPORT.findall(line)}
 _CPU = re.compile(r"CPU: ([^\t\n]+)")
 TRACE_ID = "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0"
 
@@ -102,9 +108,8 @@ class InvokeClient:
             raise RuntimeError(f"invoke: HTTP {response.status}: {body[:500]!r}")
         tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
             errors="replace")
-        line = tail[tail.rfind("REPORT"):] if "REPORT" in tail else ""
-        report = {key: float(value) for key, value in _REPORT.findall(line)}
-        cpu = _CPU.search(line)
+        report = report_fields(tail)
+        cpu = _CPU.search(tail[tail.rfind("REPORT"):])
         return wall, report, body, cpu.group(1).strip() if cpu else "unknown"
 
     def close(self) -> None:

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from onnx_lambda.bench import servers
-from onnx_lambda.bench.cold import _REPORT, INVOKE_PATH
+from onnx_lambda.bench.cold import INVOKE_PATH, report_fields
 from onnx_lambda.bench.cost import PriceTable
 from onnx_lambda.bench.managed import MEMORY_RESERVE, Instance, managed_terms
 from onnx_lambda.bench.process_memory import rollup
@@ -122,8 +122,7 @@ class _Invoker:
             raise RuntimeError(f"invoke: HTTP {response.status}: {body[:300]!r}")
         tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
             errors="replace")
-        report = dict(_REPORT.findall(tail[tail.rfind("REPORT"):])) if "REPORT" in tail else {}
-        return wall, float(report.get("Duration", "nan")), body
+        return wall, report_fields(tail).get("Duration", math.nan), body
 
     def close(self) -> None:
         self.conn.close()
