@@ -243,6 +243,17 @@ def test_auto_keeps_the_best_passing_method_for_the_objective(
         assert f"quantize (auto → {best['method']}:" in capsys.readouterr().err
     assert min(auto_tries(tmp_path / "size"), key=lambda t: t.get("size_bytes", 1e12))[
         "method"].startswith("int4")
+    # docs/models.md's method table is rendered from these manifests, between its markers
+    from onnx_lambda.bench import quant_table
+
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{quant_table.BEGIN}\nSTALE ROWS\n{quant_table.END}\nafter\n")
+    assert quant_table.main(["--write", str(doc), str(tmp_path / "latency")]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " ms |" in line]
+    assert len(rows) == sum(t["outcome"] == "passed" for t in auto_tries(tmp_path / "latency"))
+    assert sum("**" in row for row in rows) == 1
 
 
 def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_menu(
