@@ -24,6 +24,8 @@ Modules run with ``python -m onnx_lambda.bench.NAME``:
   Invoke API, the RIE as reference), its throughput and its cold-start breakdown;
 - ``minilm_acceptance``: the quantized MiniLM against PyTorch fp32 (cosine, batch-1 latency,
   session load);
+- ``quant_table`` (from built manifests, runs nothing): the quantization method table of
+  ``docs/models.md``, every ``--quantize auto`` try;
 - ``client_overhead``: the Python client's own cost per call (httpx vs ``http.client``);
 - ``corpus``: the third-party corpus built and served: build time, size, p50 per wire format,
   error against onnxruntime;

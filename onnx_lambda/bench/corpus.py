@@ -103,11 +103,12 @@ def table(rows: list[dict[str, Any]], requests: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(markdown: Path, section: str) -> None:
+def write(markdown: Path, section: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the ``begin``…``end`` section of ``markdown`` (``section`` carries both)."""
     text = markdown.read_text() if markdown.exists() else ""
-    if BEGIN in text and END in text:
-        head, _, rest = text.partition(BEGIN)
-        text = head + section.rstrip("\n") + rest.partition(END)[2]
+    if begin in text and end in text:
+        head, _, rest = text.partition(begin)
+        text = head + section.rstrip("\n") + rest.partition(end)[2]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     markdown.write_text(text)

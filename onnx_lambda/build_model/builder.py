@@ -75,6 +75,7 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
     settings = _quantize_settings(spec, options)
+    candidates = _auto_candidates(spec, options, settings)
     with steps.step("inspect"):
         proto = signature.parse(spec.source)
         # Summarized before its external data is read in (the summary reports it as such),
@@ -167,8 +168,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         settings = None
     if settings is not None:
         calibration = [*samples, *options.calibration]
-        current = _quantize(current, work, settings, evaluate, options, steps, metadata,
-                            calibration, feeds)
+        current = _quantize(current, work, settings, candidates, evaluate, options, steps,
+                            metadata, calibration, feeds)
     with steps.step("optimize" if options.optimize else "package") as note:
         final = shipped(current)
         if final is None:
@@ -219,14 +220,16 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
 
 
 def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
+              candidates: list[quantize.QuantizeSettings] | None,
               evaluate: Callable[[Path], Accuracy], options: BuildOptions, steps: Steps,
               metadata: dict[str, object], calibration: list[Feeds], feeds: Feeds) -> Path:
-    """The quantize step: the model to build on, and what was really applied in ``metadata``."""
-    auto = options.quantize == "auto"
+    """The quantize step: the model to build on, and what was really applied in ``metadata``;
+    ``candidates``: ``auto``'s tries (None: ``settings`` alone)."""
+    auto = candidates is not None
     title = f"auto, objective {options.objective}" if auto else settings.label
     with steps.step(f"quantize ({title})") as note:
         if auto:
-            chosen = quant_auto.choose(current, work, settings, evaluate, options.thresholds,
+            chosen = quant_auto.choose(current, work, candidates, evaluate, options.thresholds,
                                        calibration, feeds, options.objective, options.budget_s,
                                        options.level if options.optimize else "basic", note)
             settings, result, path = chosen.settings, chosen.result, chosen.path
@@ -234,7 +237,7 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
             path = work / "quantized.onnx"
             result = quantize.tune(current, path, settings, evaluate, options.thresholds,
                                    on_attempt=note, calibration=calibration)
-        label = f"auto → {settings.label}" if auto else settings.label
+        label = f"auto → {settings.name}" if auto else settings.label
         fp32 = sum(result.counts["fp32"].values())
         applied = {"op_types": list(quantize.op_types(settings)), **settings.applied(),
                    "fp32_nodes": list(result.fp32), "nodes": result.counts,
@@ -279,7 +282,26 @@ def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.Quant
     settings = spec.quantize or quantize.QuantizeSettings()
     if method not in (None, "auto"):
         settings = settings.switched(method)
+    return _overridden(settings, options)
+
+
+def _overridden(settings: quantize.QuantizeSettings, options: BuildOptions
+                ) -> quantize.QuantizeSettings:
+    """``settings`` with what the command line sets."""
     changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
                "algo": options.algo, "block_size": options.block_size,
                "symmetric": options.symmetric}
     return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _auto_candidates(spec: ModelSpec, options: BuildOptions,
+                     settings: quantize.QuantizeSettings | None
+                     ) -> list[quantize.QuantizeSettings] | None:
+    """``auto``'s tries: the whole menu for ``--quantize auto``; the example's own set for the
+    objective when the command line names no method; None: one method (or none)."""
+    if settings is None:
+        return None
+    if options.quantize == "auto":
+        return quant_auto.menu(settings, options.objective)
+    own = spec.auto_tries.get(options.objective, ()) if options.quantize is None else ()
+    return [_overridden(candidate, options) for candidate in own] or None

@@ -8,7 +8,7 @@ bare ``.onnx`` (online optimization ``basic``), the artifact from its folder and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,15 +56,28 @@ def figures(load: Callable[[Path], Model], target: Path, size_bytes: int,
 
 
 def p50(model: Model, feeds: dict[str, np.ndarray]) -> float:
-    for _ in range(5):
-        model.run(feeds)
-    times: list[float] = []
-    deadline = time.perf_counter() + MAX_SECONDS
-    while len(times) < MAX_RUNS and time.perf_counter() < deadline:
-        start = time.perf_counter()
-        model.run(feeds)
-        times.append((time.perf_counter() - start) * 1000.0)
-    return median(times)
+    return interleaved([model], feeds)[0][0]
+
+
+def interleaved(models: Sequence[Model], feeds: dict[str, np.ndarray],
+                max_seconds: float = MAX_SECONDS) -> list[tuple[float, float]]:
+    """Each model's p50 of ``run(feeds)``, (wall ms, CPU ms), the models run in turn round by
+    round so that load on the machine hits each alike, for at most ``max_seconds`` each. CPU
+    time is the calling thread's: a one-thread session computes on it, so on a shared machine
+    it is the steadier figure (it leaves out the time other processes held the core)."""
+    for model in models:
+        for _ in range(5):
+            model.run(feeds)
+    wall: list[list[float]] = [[] for _ in models]
+    cpu: list[list[float]] = [[] for _ in models]
+    deadline = time.perf_counter() + max_seconds * len(models)
+    while len(wall[0]) < MAX_RUNS and time.perf_counter() < deadline:
+        for index, model in enumerate(models):
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            model.run(feeds)
+            cpu[index].append((time.thread_time() - start_cpu) * 1000.0)
+            wall[index].append((time.perf_counter() - start) * 1000.0)
+    return [(median(w), median(c)) for w, c in zip(wall, cpu, strict=True)]
 
 
 def folder_size(folder: Path) -> int:

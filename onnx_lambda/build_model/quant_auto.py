@@ -1,10 +1,12 @@
 """``--quantize auto --objective latency|size``: try the menu's methods on this machine, gate and
 tune each, and keep the best that passes for the objective.
 
-Every try is listed (method, size, p50 at batch 1, accuracy, outcome) for the build's output
-and the manifest. Bounded: the first try always runs, a later one only while the elapsed time
-is under ``budget_s`` (each try's own tuning is bounded as in ``quantize.tune``), so it always
-ends; tries not started are listed as skipped.
+Every try is listed (method, size, p50 and CPU time at batch 1, accuracy, outcome) for the
+build's output and the manifest. Bounded: the first try always runs, a later one only while the
+elapsed time is under ``budget_s`` (each try's own tuning is bounded as in ``quantize.tune``), and
+the passing ones are then measured side by side for a few seconds each, so it always ends; tries
+not started are listed as skipped. An example may bring its own, smaller candidate set (``
+ModelSpec.auto_tries``: variants of the methods known to fit its architecture).
 """
 
 from __future__ import annotations
@@ -39,20 +41,26 @@ class Chosen:
     tries: list[dict[str, Any]]
 
 
-def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
+def menu(base: quantize.QuantizeSettings, objective: str) -> list[quantize.QuantizeSettings]:
+    """The generic candidates: ``TRIES[objective]`` on ``base``'s settings."""
+    return [base.switched(method, algo) for method, algo in TRIES[objective]]
+
+
+def choose(source: Path, work: Path, candidates: Sequence[quantize.QuantizeSettings],
            evaluate: quantize.Evaluate, limits: Thresholds, calibration: Sequence[Feeds],
            feeds: Feeds, objective: str, budget_s: float, level: str,
            on_attempt: Callable[[str], None]) -> Chosen:
-    """``level``: the offline optimization the artifact gets (each try is measured at it, one
-    thread, batch 1: QDQ and MatMulNBits fusions happen there)."""
+    """``candidates``: the settings to try, in order (``menu``, or an example's own set).
+    ``level``: the offline optimization the artifact gets (each passing try is measured at it,
+    one thread, batch 1: QDQ and MatMulNBits fusions happen there), all of them interleaved
+    once every try is done; latency compares their CPU time (``measure.interleaved``)."""
     start = time.monotonic()
     tries: list[dict[str, Any]] = []
-    passed: list[tuple[tuple[float, float], Chosen]] = []
-    for index, (method, algo) in enumerate(TRIES[objective]):
-        settings = base.switched(method, algo)
-        row: dict[str, Any] = {"method": settings.label}
+    passed: list[tuple[dict[str, Any], Chosen]] = []
+    for index, settings in enumerate(candidates):
+        row: dict[str, Any] = {"method": settings.name}
         tries.append(row)
-        missing = quant_methods.missing_package(method, algo)
+        missing = quant_methods.missing_package(settings.method, settings.algo)
         if missing:
             row["outcome"] = f"skipped (needs {missing})"
             continue
@@ -60,7 +68,7 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
             row["outcome"] = f"skipped (time budget {budget_s:g} s spent)"
             continue
         target = work / f"auto-{index}.onnx"
-        on_attempt(f"try {settings.label}")
+        on_attempt(f"try {settings.name}")
         try:
             result = quantize.tune(source, target, settings, evaluate, limits,
                                    on_attempt=on_attempt, calibration=calibration)
@@ -70,28 +78,29 @@ def choose(source: Path, work: Path, base: quantize.QuantizeSettings,
                               else "failed")
             row["reason"] = exc.message.splitlines()[0]
             continue
-        size = target.stat().st_size
-        p50 = measure.p50(Model(Artifact(target, None, False), threads=1,
-                                graph_optimization=level), feeds)
         row |= {"outcome": "passed" if result.quantized else "passed (nothing quantized)",
-                "size_bytes": size, "p50_ms": round(p50, 4), "accuracy": result.accuracy.to_dict(),
+                "size_bytes": target.stat().st_size, "accuracy": result.accuracy.to_dict(),
                 "quantized_nodes": result.quantized}
-        on_attempt(f"{settings.label}: {size / 1024 / 1024:.2f} MiB, p50 {p50:.3f} ms, "
+        on_attempt(f"{settings.name}: {row['size_bytes'] / 1024 / 1024:.2f} MiB, "
                    f"{result.accuracy.describe()}")
         if result.quantized:
-            key = (p50, size) if objective == "latency" else (size, p50)
-            passed.append((key, Chosen(settings, result, target, tries)))
-    elapsed = time.monotonic() - start
+            passed.append((row, Chosen(settings, result, target, tries)))
     if not passed and all(row["outcome"].startswith(("nothing", "skipped")) for row in tries):
         reason = tries[0].get("reason", "nothing to quantize")
         raise NothingToQuantizeError(f"--quantize auto: {reason}")
     if not passed:
         lines = "\n".join(f"  {row['method']}: {row['outcome']}" for row in tries)
         raise AccuracyGateError(f"--quantize auto: no method passed the accuracy gate "
-                                f"({elapsed:.0f} s).\nTries:\n{lines}\nLoosen the gate, or "
-                                "build without --quantize.")
-    best = min(passed, key=lambda item: item[0])[1]
+                                f"({time.monotonic() - start:.0f} s).\nTries:\n{lines}\n"
+                                "Loosen the gate, or build without --quantize.")
+    models = [Model(Artifact(chosen.path, None, False), threads=1, graph_optimization=level)
+              for _, chosen in passed]
+    for (row, _), (wall, cpu) in zip(passed, measure.interleaved(models, feeds), strict=True):
+        row |= {"p50_ms": round(wall, 4), "cpu_ms": round(cpu, 4)}
+        on_attempt(f"{row['method']}: p50 {wall:.3f} ms (CPU {cpu:.3f} ms)")
+    key = ((lambda r: (r["cpu_ms"], r["size_bytes"])) if objective == "latency"
+           else (lambda r: (r["size_bytes"], r["cpu_ms"])))
+    best_row, best = min(passed, key=lambda item: key(item[0]))
     for row in tries:
-        row["chosen"] = row["method"] == best.settings.label
+        row["chosen"] = row is best_row
     return best
-

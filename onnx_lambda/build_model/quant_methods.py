@@ -184,12 +184,35 @@ def _static(source: Path, target: Path, op_types: Sequence[str], per_channel: bo
     # The ranges depend on the source and the op types only, not on the nodes excluded: tuning's
     # attempts on one source (a fresh build folder) calibrate once and reuse the cache.
     cache = target.parent / f"{source.stem}.calibration.json"
+    if per_channel:
+        source = _opset_for_axis(source, target)
     quantize_static(source, target, samples(calibration),
                     quant_format=QuantFormat.QDQ, op_types_to_quantize=list(op_types),
                     per_channel=per_channel, reduce_range=reduce_range,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                     nodes_to_exclude=skip, calibrate_method=CalibrationMethod.MinMax,
                     extra_options={"MatMulConstBOnly": True}, calibration_cache_path=cache)
+
+
+PER_AXIS_OPSET = 13  # DequantizeLinear's ``axis`` (per-channel scales) arrived in opset 13
+
+
+def _opset_for_axis(source: Path, target: Path) -> Path:
+    """``source`` at ai.onnx opset 13 or later: per-channel QDQ writes ``DequantizeLinear`` with
+    an ``axis``, which an older opset's checker refuses (``INVALID_GRAPH: Unrecognized attribute:
+    axis``; paddle2onnx writes opset 12, quantize_static only lifts a graph to 11). Converted
+    with onnx's version converter (same meaning) beside ``target``; ``source`` when already 13."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load(str(source))
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset >= PER_AXIS_OPSET:
+        return source
+    converted = target.with_name(f"{source.stem}.opset{PER_AXIS_OPSET}.onnx")
+    if not converted.exists():  # tuning's attempts share one conversion
+        onnx.save(version_converter.convert_version(model, PER_AXIS_OPSET), str(converted))
+    return converted
 
 
 def _nbits_class() -> Any:

@@ -32,6 +32,8 @@ from onnx_lambda.build_model.errors import (
 )
 from onnx_lambda.build_model.gate import Accuracy, Feeds, Thresholds
 
+BLOCK_SIZE = 32
+
 
 @dataclass(frozen=True)
 class QuantizeSettings:
@@ -42,7 +44,7 @@ class QuantizeSettings:
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
     algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq
-    block_size: int = 32  # int4, int8-mixed: weights per block along K (a power of two ≥ 16)
+    block_size: int = BLOCK_SIZE  # int4, int8-mixed: weights per block along K (a power of 2 ≥ 16)
     symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
 
@@ -53,6 +55,20 @@ class QuantizeSettings:
     @property
     def supported_ops(self) -> tuple[str, ...]:
         return quant_methods.supported_ops(self.method, self.algo)
+
+    @property
+    def name(self) -> str:
+        """The label, with what sets this try apart from another of the same method (``auto``'s
+        table), where it is not the default: ``int8-mixed (block 128, 4 recorded node(s) left
+        out)``."""
+        parts = []
+        if self.method in ("int4", "int8-mixed") and (self.block_size, self.symmetric) != (
+                BLOCK_SIZE, False):
+            parts.append(f"block {self.block_size}{' symmetric' if self.symmetric else ''}")
+        if self.exclude:
+            parts.append(f"{len(self.exclude)} recorded node(s) "
+                         f"{quant_methods.held(self.method).split(' (')[0]}")
+        return f"{self.label} ({', '.join(parts)})" if parts else self.label
 
     def switched(self, method: str, algo: str | None = None) -> QuantizeSettings:
         """These settings for another method (and int4 algorithm)."""
@@ -130,9 +146,13 @@ def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
 def weights_as_initializers(model: onnx.ModelProto, names: list[str]) -> int:
     """Move the ``Constant`` tensors that are the weights of nodes ``names`` into initializers
     (exporters such as paddle2onnx write weights as Constant nodes, which the quantizer does
-    not treat as weights). Same graph meaning; returns how many moved."""
+    not treat as weights), and a Conv's / Gemm's bias (static quantization folds a bias that is
+    an initializer into its int8 kernel). Same graph meaning; returns how many moved."""
     constants = _constant_tensors(model)
-    wanted = {node.input[_weight_index(node)] for node in model.graph.node if node.name in names}
+    nodes = [node for node in model.graph.node if node.name in names]
+    wanted = {node.input[_weight_index(node)] for node in nodes}
+    wanted |= {node.input[2] for node in nodes
+               if node.op_type in ("Conv", "Gemm") and len(node.input) > 2}
     moved = [constants[name] for name in wanted if name in constants]
     for node in moved:
         tensor = onnx.TensorProto()

@@ -29,6 +29,10 @@ class ModelSpec:
     reference: np.ndarray | Rows | None = None  # gate reference rows; None = the fp32 model's
     classifier: bool = False  # gate top-1 agreement too
     quantize: QuantizeSettings | None = None  # the default when the command line is silent
+    # The default when the command line names no method: ``auto`` over these candidates for
+    # the objective (variants known to fit the architecture; ``--quantize auto`` tries the
+    # whole menu).
+    auto_tries: dict[str, tuple[QuantizeSettings, ...]] = field(default_factory=dict)
     num_heads: int = 0  # transformer fusions: attention heads and hidden size (0 = detect)
     hidden_size: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)

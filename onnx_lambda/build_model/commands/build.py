@@ -70,10 +70,11 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--quantize", nargs="?", const="int8-dynamic", default=None,
                        choices=(*METHODS, "auto", "none"), metavar="METHOD",
                        help=f"quantize, gated: {' | '.join(METHODS)} | auto (--quantize alone: "
-                            "int8-dynamic; default: off, on for minilm); put it after SOURCE")
+                            "int8-dynamic; default: off; minilm: auto over its own int8 "
+                            "variants); put it after SOURCE")
     steps.add_argument("--objective", choices=("latency", "size"), default="latency",
                        help="--quantize auto keeps the passing method with the lowest batch-1 "
-                            "p50 (latency, default) or the smallest file (size)")
+                            "CPU time (latency, default) or the smallest file (size)")
     steps.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
                        help="--quantize auto starts no further try after this long (600)")
     steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
