@@ -7,52 +7,61 @@ message that says what was expected, so the runtime reports a clear ``Runtime.In
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from handler.errors import ModelLoadError
 from handler.manifest import FILENAME, Manifest
+
+if TYPE_CHECKING:  # the s3:// branch only: pathlib (with urllib.parse, ipaddress) costs cold start
+    from pathlib import Path
 
 MODEL_SUFFIXES = (".onnx", ".ort")
 
 
 class Artifact(NamedTuple):
-    path: Path  # the file the session loads
+    # a str, not a pathlib.Path: pathlib and what it imports cost ~15 M instructions of the cold
+    # start (awslambdaric never imports it); os.path takes either
+    path: str  # the file the session loads
     manifest: Manifest | None
     optimized_offline: bool  # graph optimizations already applied for this onnxruntime version
     warning: str = ""  # something init should log (e.g. a fallback to the portable model)
 
+    def file(self, name: str) -> str:
+        """The path of ``name`` beside the model file (a tokenizer, an example file)."""
+        return os.path.join(os.path.dirname(self.path), name)
+
 
 def resolve(location: str, *, ort_version: str, verify: str, cache_dir: str) -> Artifact:
     remote = location.startswith("s3://")
-    local = _download_s3(location, Path(cache_dir)) if remote else Path(location)
+    local = _download_s3(location, cache_dir) if remote else location
     should_verify = verify == "always" or (verify == "auto" and remote)
-    if local.is_dir():
+    if os.path.isdir(local):
         return _from_folder(local, location, ort_version, should_verify)
-    if local.is_file():
-        if local.suffix not in MODEL_SUFFIXES:
+    if os.path.isfile(local):
+        if not local.endswith(MODEL_SUFFIXES):
             raise ModelLoadError(f"{location}: expected a model folder with {FILENAME}, or a "
                                  f"{' / '.join(MODEL_SUFFIXES)} file")
-        return Artifact(local, None, local.suffix == ".ort")
+        return Artifact(local, None, local.endswith(".ort"))
     raise ModelLoadError(f"model not found: {location} (set ONNX_LAMBDA_MODEL to a model folder, "
-                         f"an .onnx file or an s3:// URI; working directory {Path.cwd()})")
+                         f"an .onnx file or an s3:// URI; working directory {os.getcwd()})")
 
 
-def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) -> Artifact:
+def _from_folder(folder: str, location: str, ort_version: str, verify: bool) -> Artifact:
     try:
         manifest = Manifest.load(folder)
     except FileNotFoundError:
-        candidates = sorted(p for p in folder.iterdir() if p.suffix in MODEL_SUFFIXES)
+        candidates = sorted(name for name in os.listdir(folder) if name.endswith(MODEL_SUFFIXES)
+                            and os.path.isfile(os.path.join(folder, name)))
         if len(candidates) != 1:
             raise ModelLoadError(f"{location}: no {FILENAME}, and {len(candidates)} model files "
                                  "(need exactly one to guess)") from None
-        return Artifact(candidates[0], None, candidates[0].suffix == ".ort")
+        return Artifact(os.path.join(folder, candidates[0]), None, candidates[0].endswith(".ort"))
     except (ValueError, KeyError, TypeError) as exc:
-        raise ModelLoadError(f"{folder / FILENAME}: invalid manifest: {exc}") from exc
+        raise ModelLoadError(f"{os.path.join(folder, FILENAME)}: invalid manifest: {exc}") from exc
     chosen, warning = manifest.model, ""
     optimized = manifest.optimization != "none" or chosen.endswith(".ort")
     if optimized and manifest.onnxruntime != ort_version:
-        if not (folder / manifest.portable).is_file():
+        if not os.path.isfile(os.path.join(folder, manifest.portable)):
             raise ModelLoadError(
                 f"{folder}: {manifest.model} was optimized for onnxruntime "
                 f"{manifest.onnxruntime}, this is {ort_version}, and the portable "
@@ -62,19 +71,20 @@ def _from_folder(folder: Path, location: str, ort_version: str, verify: bool) ->
         warning = (f"model {manifest.name} was optimized for onnxruntime {manifest.onnxruntime}, "
                    f"this is {ort_version}: loading the portable {manifest.portable}")
         chosen, optimized = manifest.portable, False
-    path = folder / chosen
-    if not path.is_file():
+    path = os.path.join(folder, chosen)
+    if not os.path.isfile(path):
         raise ModelLoadError(f"{folder}: the manifest names {chosen}, which is missing")
     if verify:
         # The model file not chosen may be left out by packaging (one model file per artifact).
         unused = {manifest.model, manifest.portable} - {chosen}
         for name, expected in manifest.files.items():
-            if name not in unused or (folder / name).exists():
-                _check_sha256(folder / name, expected)
+            file = os.path.join(folder, name)
+            if name not in unused or os.path.exists(file):
+                _check_sha256(file, expected)
     return Artifact(path, manifest, optimized, warning)
 
 
-def _check_sha256(path: Path, expected: str) -> None:
+def _check_sha256(path: str, expected: str) -> None:
     # hashlib loads OpenSSL (a few ms): only artifacts that are verified pay for it.
     import hashlib
 
@@ -90,7 +100,7 @@ def _check_sha256(path: Path, expected: str) -> None:
                              f"{digest.hexdigest()[:12]}…): corrupt or replaced artifact")
 
 
-def _download_s3(uri: str, cache_dir: Path) -> Path:
+def _download_s3(uri: str, cache_dir: str) -> str:
     """Download a file or a folder prefix once per environment; returns the local path.
 
     On Lambda Managed Instances every process of an environment runs this init at once and
@@ -98,7 +108,10 @@ def _download_s3(uri: str, cache_dir: Path) -> Path:
     folder renamed into place; the others wait on the lock and reuse the result. The remote
     ETags are stamped beside it, so a changed object is fetched again (and a stale local cache
     is never served)."""
-    # boto3 is heavy (~0.3 s) and only needed for S3-hosted models: imported in this branch only.
+    # boto3 is heavy (~0.3 s) and only needed for S3-hosted models: imported in this branch only,
+    # as is pathlib (the staging and stamp paths).
+    from pathlib import Path
+
     try:
         import boto3
     except ImportError:
@@ -108,7 +121,7 @@ def _download_s3(uri: str, cache_dir: Path) -> Path:
     if not bucket or not key:
         raise ModelLoadError(f"{uri}: expected s3://bucket/key")
     s3 = boto3.client("s3")
-    target = cache_dir / bucket / key.rstrip("/")
+    target = Path(cache_dir) / bucket / key.rstrip("/")
     try:
         objects = _listing(s3, bucket, key)
         if not objects:
@@ -118,14 +131,14 @@ def _download_s3(uri: str, cache_dir: Path) -> Path:
         with _Exclusive(target.with_name(target.name + ".lock")):
             stamp_file = target.with_name(target.name + ".etags")
             if target.exists() and stamp_file.is_file() and stamp_file.read_text() == stamp:
-                return target
+                return str(target)
             _fetch_into_place(s3, bucket, objects, target, single=key.endswith(MODEL_SUFFIXES))
             _write_atomically(stamp_file, stamp)
     except ModelLoadError:
         raise
     except Exception as exc:  # botocore's errors: no access, no such bucket/key, network
         raise ModelLoadError(f"{uri}: download failed: {exc}") from exc
-    return target
+    return str(target)
 
 
 def _listing(s3: object, bucket: str, key: str) -> list[tuple[str, str, str]]:
@@ -145,6 +158,7 @@ def _fetch_into_place(s3: object, bucket: str, objects: list[tuple[str, str, str
     sees a half-written model."""
     import shutil
     import tempfile
+    from pathlib import Path
 
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

@@ -20,7 +20,7 @@ manifest newer than its own version.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import Any, NamedTuple
 
 FILENAME = "model.json"
@@ -101,12 +101,14 @@ class Manifest(NamedTuple):
             del data["gpu"]
         return data
 
+    # Folders as str or os.PathLike: pathlib stays off the cold path (see handler.artifact).
     @classmethod
-    def load(cls, folder: Path) -> Manifest:
-        with open(folder / FILENAME, encoding="utf-8") as fh:
+    def load(cls, folder: str | os.PathLike[str]) -> Manifest:
+        with open(os.path.join(folder, FILENAME), encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
 
-    def dump(self, folder: Path) -> Path:
-        path = folder / FILENAME
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+    def dump(self, folder: str | os.PathLike[str]) -> str:
+        path = os.path.join(folder, FILENAME)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.to_dict(), indent=2) + "\n")
         return path

@@ -14,7 +14,6 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from handler import tensors
@@ -124,7 +123,7 @@ def _dtype(descr: str) -> tuple[str, int]:
     return name, DTYPES[name][2]
 
 
-def load_npz(path: Path) -> dict[str, Tensor]:
+def load_npz(path: str) -> dict[str, Tensor]:
     """An ``.npz`` archive (a zip of ``.npy`` files, e.g. a manifest's ``example_file``) → one
     tensor per member, parsed as strictly as request bodies."""
     import zipfile  # only for artifacts with an example file: off every other cold path
