@@ -2,18 +2,16 @@
 
 Runs once per execution environment, at init. Every failure is a ``ModelLoadError`` with a
 message that says what was expected, so the runtime reports a clear ``Runtime.InitError``.
+An ``s3://`` location is downloaded first (``handler.s3_model``).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
+# cost typing one compile() each at every cold start (~75 K instructions a field).
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from handler.errors import ModelLoadError
 from handler.manifest import FILENAME, Manifest
-
-if TYPE_CHECKING:  # the s3:// branch only: pathlib (with urllib.parse, ipaddress) costs cold start
-    from pathlib import Path
 
 MODEL_SUFFIXES = (".onnx", ".ort")
 
@@ -33,7 +31,12 @@ class Artifact(NamedTuple):
 
 def resolve(location: str, *, ort_version: str, verify: str, cache_dir: str) -> Artifact:
     remote = location.startswith("s3://")
-    local = _download_s3(location, cache_dir) if remote else location
+    if remote:  # boto3 and pathlib, for S3-hosted models only: that module imports them
+        from handler import s3_model
+
+        local = s3_model.download(location, cache_dir)
+    else:
+        local = location
     should_verify = verify == "always" or (verify == "auto" and remote)
     if os.path.isdir(local):
         return _from_folder(local, location, ort_version, should_verify)
@@ -98,103 +101,3 @@ def _check_sha256(path: str, expected: str) -> None:
     if digest.hexdigest() != expected:
         raise ModelLoadError(f"{path}: sha256 mismatch (manifest {expected[:12]}…, file "
                              f"{digest.hexdigest()[:12]}…): corrupt or replaced artifact")
-
-
-def _download_s3(uri: str, cache_dir: str) -> str:
-    """Download a file or a folder prefix once per environment; returns the local path.
-
-    On Lambda Managed Instances every process of an environment runs this init at once and
-    shares ``/tmp``: an exclusive ``flock`` lets one of them download, into a private staging
-    folder renamed into place; the others wait on the lock and reuse the result. The remote
-    ETags are stamped beside it, so a changed object is fetched again (and a stale local cache
-    is never served)."""
-    # boto3 is heavy (~0.3 s) and only needed for S3-hosted models: imported in this branch only,
-    # as is pathlib (the staging and stamp paths).
-    from pathlib import Path
-
-    try:
-        import boto3
-    except ImportError:
-        raise ModelLoadError("an s3:// model needs boto3 (present in the Lambda managed runtime; "
-                             "locally: pip install boto3)") from None
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    if not bucket or not key:
-        raise ModelLoadError(f"{uri}: expected s3://bucket/key")
-    s3 = boto3.client("s3")
-    target = Path(cache_dir) / bucket / key.rstrip("/")
-    try:
-        objects = _listing(s3, bucket, key)
-        if not objects:
-            raise ModelLoadError(f"{uri}: no objects under this prefix")
-        stamp = "".join(f"{name}\t{etag}\n" for name, _, etag in objects)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with _Exclusive(target.with_name(target.name + ".lock")):
-            stamp_file = target.with_name(target.name + ".etags")
-            if target.exists() and stamp_file.is_file() and stamp_file.read_text() == stamp:
-                return str(target)
-            _fetch_into_place(s3, bucket, objects, target, single=key.endswith(MODEL_SUFFIXES))
-            _write_atomically(stamp_file, stamp)
-    except ModelLoadError:
-        raise
-    except Exception as exc:  # botocore's errors: no access, no such bucket/key, network
-        raise ModelLoadError(f"{uri}: download failed: {exc}") from exc
-    return str(target)
-
-
-def _listing(s3: object, bucket: str, key: str) -> list[tuple[str, str, str]]:
-    """``(name under the target, object key, ETag)`` of a model file or of a folder prefix."""
-    if key.endswith(MODEL_SUFFIXES):
-        return [("", key, s3.head_object(Bucket=bucket, Key=key)["ETag"])]  # type: ignore[attr-defined]
-    prefix = key.rstrip("/") + "/"
-    pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
-        Bucket=bucket, Prefix=prefix)
-    return [(obj["Key"][len(prefix):], obj["Key"], obj["ETag"])
-            for page in pages for obj in page.get("Contents", ())]
-
-
-def _fetch_into_place(s3: object, bucket: str, objects: list[tuple[str, str, str]],
-                      target: Path, *, single: bool) -> None:
-    """Download into a staging folder unique to this process, then rename: a reader never
-    sees a half-written model."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        for name, object_key, _ in objects:
-            dest = staging / (name or target.name)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, object_key, str(dest))  # type: ignore[attr-defined]
-        if single:
-            os.replace(staging / target.name, target)
-            return
-        if target.exists():  # an older version: moved aside, dropped with the staging folder
-            os.rename(target, staging / ".replaced")
-        os.rename(staging, target)
-        staging = target / ".replaced"
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(text)
-    os.replace(partial, path)
-
-
-class _Exclusive:
-    """An exclusive ``flock`` on ``path`` for the ``with`` block (released if the process dies)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = -1
-
-    def __enter__(self) -> None:
-        import fcntl  # Linux/macOS only, as Lambda is; needed only for s3:// models
-
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *_: object) -> None:
-        os.close(self.fd)  # closing the descriptor releases the lock

@@ -12,8 +12,8 @@ Session options (measured by the handler benchmark's session-option sweep; READM
 The session is ONNX Runtime's C library through ``handler.ort`` (no numpy, no Python binding).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
+# cost typing one compile() each at every cold start (~75 K instructions a field).
 import math
 import os
 from typing import Any, NamedTuple
