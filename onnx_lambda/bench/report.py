@@ -213,10 +213,13 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "side by side with its baselines in the same run (interleaved A B A B …), and "
              "ratios compare numbers from that run only.", "",
              "```bash", command, "```", "",
-             "Baselines (`onnx_lambda/bench/baselines/`, same model file, same request): "
-             "**floor** = bare onnxruntime in a process (numpy + its Python binding); "
+             "Baselines (`onnx_lambda/bench/baselines/`, same request): "
+             "**floor** = bare onnxruntime in a process (numpy + its Python binding, the "
+             "portable model, default options); "
              "**C-API floor** = a bare interpreter with ctypes over libonnxruntime "
-             "(`handler.ort` only), one session and run; **naive handler** = the common sample "
+             "(`handler.ort` only), one session on the file ours loads with the session options "
+             "ours sets (graph-optimization level, threads, spinning off), one run; "
+             "**naive handler** = the common sample "
              "style (boto3 + full Powertools at module top, default session options, model "
              "loaded in the first request); **FastAPI + Mangum** = ASGI app behind the Mangum "
              "adapter, model loaded at startup; **always-on** = the same FastAPI app under "
@@ -225,6 +228,9 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
              "and returns the model's raw outputs: ours runs its own artifact (offline "
              "optimized, with its manifest) re-labelled as a tensor pipeline, so that no "
              "target does pre/post-processing the others skip.", "",
+             "Cold children start as Lambda starts a function: bytecode compiled first, none "
+             "of the virtual environment's start-up hooks (`python -S`, the checkout and the "
+             "packages on `PYTHONPATH`), nothing preloaded by the probe.", "",
              "Load generator: this process, aiohttp with keep-alive connections (one per "
              "concurrent client, opened before measuring); servers run in their own processes; "
              f"{DEFINITION}. "
