@@ -11,9 +11,7 @@ import os
 from typing import NamedTuple
 
 from handler.errors import ModelLoadError
-from handler.manifest import FILENAME, Manifest
-
-MODEL_SUFFIXES = (".onnx", ".ort")
+from handler.manifest import FILENAME, MODEL_SUFFIXES, Manifest
 
 
 class Artifact(NamedTuple):

@@ -24,6 +24,7 @@ import os
 from typing import Any, NamedTuple
 
 FILENAME = "model.json"
+MODEL_SUFFIXES = (".onnx", ".ort")  # what a model file is named (a bare one, or in a folder)
 FORMAT_VERSION = 1
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from handler.artifact import MODEL_SUFFIXES
 from handler.errors import ModelLoadError
+from handler.manifest import MODEL_SUFFIXES
 
 
 def download(uri: str, cache_dir: str) -> str:
