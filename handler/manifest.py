@@ -17,13 +17,14 @@ misread (a renamed or re-typed field, a new required one) bumps it, and a runtim
 manifest newer than its own version.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
+# cost typing one compile() each at every cold start (~75 K instructions a field).
 import json
-from pathlib import Path
+import os
 from typing import Any, NamedTuple
 
 FILENAME = "model.json"
+MODEL_SUFFIXES = (".onnx", ".ort")  # what a model file is named (a bare one, or in a folder)
 FORMAT_VERSION = 1
 
 
@@ -36,7 +37,7 @@ class TensorInfo(NamedTuple):
     shape: tuple[int | str | None, ...]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TensorInfo:
+    def from_dict(cls, data: dict[str, Any]) -> "TensorInfo":
         return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]))
 
 
@@ -65,7 +66,7 @@ class Manifest(NamedTuple):
     gpu: dict[str, Any] = {}  # noqa: RUF012
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+    def from_dict(cls, data: dict[str, Any]) -> "Manifest":
         version = data.get("format_version", FORMAT_VERSION)
         if version > FORMAT_VERSION:
             raise ValueError(f"manifest format {version} is newer than this runtime's "
@@ -101,12 +102,14 @@ class Manifest(NamedTuple):
             del data["gpu"]
         return data
 
+    # Folders as str or os.PathLike: pathlib stays off the cold path (see handler.artifact).
     @classmethod
-    def load(cls, folder: Path) -> Manifest:
-        with open(folder / FILENAME, encoding="utf-8") as fh:
+    def load(cls, folder: str | os.PathLike[str]) -> "Manifest":
+        with open(os.path.join(folder, FILENAME), encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
 
-    def dump(self, folder: Path) -> Path:
-        path = folder / FILENAME
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+    def dump(self, folder: str | os.PathLike[str]) -> str:
+        path = os.path.join(folder, FILENAME)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.to_dict(), indent=2) + "\n")
         return path

@@ -12,8 +12,8 @@ Session options (measured by the handler benchmark's session-option sweep; READM
 The session is ONNX Runtime's C library through ``handler.ort`` (no numpy, no Python binding).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
+# cost typing one compile() each at every cold start (~75 K instructions a field).
 import math
 import os
 from typing import Any, NamedTuple
@@ -124,7 +124,7 @@ class Model:
             level = "disable" if artifact.optimized_offline else "basic"
         self.graph_optimization = level
         try:
-            self.session = Session(str(artifact.path), intra_op_threads=threads,
+            self.session = Session(os.fspath(artifact.path), intra_op_threads=threads,
                                    inter_op_threads=1, optimization=level, log_severity=3,
                                    config={"session.intra_op.allow_spinning": "0"},
                                    cuda=provider.provider == "cuda")
@@ -133,7 +133,8 @@ class Model:
         self.inputs = tuple(_spec(v) for v in self.session.inputs)
         self.outputs = tuple(_spec(v) for v in self.session.outputs)
         manifest = artifact.manifest
-        self.name = name or (manifest.name if manifest else artifact.path.stem)
+        self.name = name or (manifest.name if manifest else
+                             os.path.splitext(os.path.basename(artifact.path))[0])
         self.version = str(manifest.metadata.get("version", "1")) if manifest else "1"
         self.input_by_name = {spec.name: spec for spec in self.inputs}
 

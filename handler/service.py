@@ -283,7 +283,7 @@ class Service:
         self.warmup_status = "ok"
 
     def _example_file(self, name: str) -> dict[str, Any]:
-        arrays = npy.load_npz(self.model.artifact.path.parent / name)  # data, never code
+        arrays = npy.load_npz(self.model.artifact.file(name))  # data, never code
         return tensors.check(arrays, self.model.inputs)
 
     def _health(self) -> dict[str, Any]:

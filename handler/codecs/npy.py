@@ -14,7 +14,6 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from handler import tensors
@@ -30,8 +29,10 @@ _DESCRS = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2"
            "i4": "int32", "i8": "int64", "u1": "uint8", "u2": "uint16", "u4": "uint32",
            "u8": "uint64", "b1": "bool"}
 _CODES = {name: code for code, name in _DESCRS.items()}  # element type → descr kind + size
-_ENTRY = re.compile(r"""\s*(['"])(descr|fortran_order|shape)\1\s*:\s*"""
-                    r"""('[^']*'|"[^"]*"|True|False|\(\s*(?:\d+\s*,\s*)*(?:\d+\s*)?\))\s*""")
+# One header entry. Compiled at the first .npy body (re's cache keeps it), not at import: the
+# compile is ~1.5 M instructions of every cold start, most of which never see an .npy body.
+_ENTRY = (r"""\s*(['"])(descr|fortran_order|shape)\1\s*:\s*"""
+          r"""('[^']*'|"[^"]*"|True|False|\(\s*(?:\d+\s*,\s*)*(?:\d+\s*)?\))\s*""")
 _SWAP = {2: "H", 4: "I", 8: "Q"}  # byte swapping is type-agnostic: any code of the width
 _LENGTH_FORMATS = {b"\x01\x00": "<H", b"\x02\x00": "<I"}  # the header length's field
 
@@ -88,9 +89,9 @@ def _header(text: str) -> tuple[str, bool, tuple[int, ...]]:
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
         raise BadRequestError("not a valid .npy body: the header is not a {...} dict")
-    body, entries, pos = body[1:-1], {}, 0
+    body, entries, pos, entry = body[1:-1], {}, 0, re.compile(_ENTRY)
     while pos < len(body) and body[pos:].strip():
-        match = _ENTRY.match(body, pos)
+        match = entry.match(body, pos)
         if match is None or match.group(2) in entries:
             raise BadRequestError("not a valid .npy body: the header must hold exactly "
                                   "'descr', 'fortran_order' and 'shape'")
@@ -124,7 +125,7 @@ def _dtype(descr: str) -> tuple[str, int]:
     return name, DTYPES[name][2]
 
 
-def load_npz(path: Path) -> dict[str, Tensor]:
+def load_npz(path: str) -> dict[str, Tensor]:
     """An ``.npz`` archive (a zip of ``.npy`` files, e.g. a manifest's ``example_file``) → one
     tensor per member, parsed as strictly as request bodies."""
     import zipfile  # only for artifacts with an example file: off every other cold path

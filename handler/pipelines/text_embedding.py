@@ -48,9 +48,9 @@ class TextEmbeddingPipeline(Pipeline):
         except ImportError:
             raise ModelLoadError(f"the text-embedding pipeline needs tokenizers: "
                                  f"{REQUIREMENTS_HINT}") from None
-        path = model.artifact.path.parent / self.options.get("tokenizer", "tokenizer.json")
+        path = model.artifact.file(self.options.get("tokenizer", "tokenizer.json"))
         try:
-            self.tokenizer = Tokenizer.from_file(str(path))
+            self.tokenizer = Tokenizer.from_file(path)
         except Exception as exc:  # tokenizers raises a bare Exception for missing/corrupt files
             raise ModelLoadError(f"text-embedding pipeline: cannot load {path}: {exc}") from exc
         self.max_length = int(self.options.get("max_length", 256))

@@ -51,6 +51,7 @@ def cold_starts(subject: Subject, opts: Options, progress: Progress) -> dict[str
             entry["breakdown"] = {s: median([r["breakdown"][s] for r in results])
                                   for s in stages}
             entry["total_ms"] = median([sum(r["breakdown"].values()) for r in results])
+            entry["init_ms"] = median([cold.cold_init(r["breakdown"]) for r in results])
             if results[0].get("warm_ms") is not None:
                 entry["warm_ms"] = median([r["warm_ms"] for r in results])
         else:

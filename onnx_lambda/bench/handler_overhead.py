@@ -6,8 +6,10 @@
   processes ``onnx-lambda bench`` starts (``bench.cold``). The floor is ``baselines.floor``
   (``import numpy, onnxruntime; InferenceSession(portable model); run()``), the C-API floor
   ``baselines.capi_floor`` (a bare interpreter with ``ctypes`` over libonnxruntime: load,
-  session on the portable model, one run); ours is ``import handler.app`` (settings, artifact,
-  session, pipeline, warm-up inference) and its first request.
+  session on the file ours loads with ours' session options, one run); ours is
+  ``import handler.app`` (settings, artifact, session, pipeline, warm-up inference) and its
+  first request. The ratios compare ``cold.cold_init`` (imports + session + first inference,
+  the interpreter's start-up left out), the figure ``onnx-lambda bench``'s targets compare.
 - warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
   with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
 - peak RSS after init of each cold process (VmHWM: ru_maxrss would inherit the parent's).
@@ -39,20 +41,20 @@ def cold(subject: Subject, repeat: int, memory_mb: int = 1769) -> dict[str, list
     them (``cold.floor``, ``cold.probe``)."""
     return interleave({
         FLOOR: lambda: _row(cold_start.floor(subject)),
-        CAPI_FLOOR: lambda: _row(cold_start.floor(subject, "capi_floor")),
+        CAPI_FLOOR: lambda: _row(cold_start.floor(subject, "capi_floor", memory_mb)),
         OURS: lambda: _row(cold_start.probe(subject, "handler.app", memory_mb)),
     }, repeat)
 
 
 def _row(result: dict[str, Any]) -> dict[str, float]:
-    """One cold run's figures: spawn → ready (``wall``), in-process init, imports, session
-    load, first run (the floors' first request, our warm-up), peak RSS."""
+    """One cold run's figures: spawn → ready (``wall``), the cold init (``cold.cold_init``, the
+    figure ``onnx-lambda bench`` compares too), imports, session load, first run (the floors'
+    first request, our warm-up), peak RSS."""
     stages = result["breakdown"]
     run = stages.get("warm-up", stages["first request"])
-    init = sum(v for k, v in stages.items() if k != "interpreter") - (
-        stages["first request"] if "warm-up" in stages else 0.0)
-    return {"wall": result["wall"], "init": init, "imports": stages["imports"],
-            "load": stages["model-load"], "run": run, "rss_mb": result["rss_mb"]}
+    return {"wall": result["wall"], "init": cold_start.cold_init(stages),
+            "imports": stages["imports"], "load": stages["model-load"], "run": run,
+            "rss_mb": result["rss_mb"]}
 
 
 def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float]]:
@@ -179,7 +181,8 @@ def report(model: Path, repeat: int, iterations: int) -> str:
     lines = [f"model: {model} ({DEFINITION})", "",
              "| cold init (fresh process) | floor | C-API floor | onnx-lambda | ratio to floor "
              "| ratio to C-API floor |", "|---|---|---|---|---|---|"]
-    for key, label in (("wall", "spawn → ready, median ms"), ("init", "in-process init, ms"),
+    for key, label in (("wall", "spawn → ready, median ms"),
+                       ("init", "cold init (imports + session + first inference), ms"),
                        ("imports", "imports, ms"), ("load", "session load, ms"),
                        ("run", "first run / warm-up, ms"), ("rss_mb", "peak RSS, MB")):
         f, c, o = (percentile([r[key] for r in cold_runs[side]], 50)

@@ -5,6 +5,8 @@ example after its pipeline's pre-processing). The baselines run the portable mod
 runs the model folder as built, re-labelled as a tensor pipeline whose example is those tensors
 (a copy of ``model.json`` next to links to the same files), so that every target does the same
 work and ours keeps everything else its artifact gives it (offline optimization, manifest).
+The C-API floor runs the file ours loads (``runtime_file``) at the graph-optimization level
+ours picks for it (``runtime_optimization``): the least that serving this artifact costs.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class Subject:
     portable: Path  # the plain .onnx file the baselines load
     body: bytes  # the HTTP request body
     workdir: Path  # request.json and event.json live here
+    runtime_file: Path  # the file ours loads (the artifact's choice), the C-API floor too
+    runtime_optimization: str  # the graph-optimization level ours loads it at
 
     @property
     def request_file(self) -> Path:
@@ -77,7 +81,7 @@ def prepare(model: Path, name: str | None = None) -> Subject:
     """Resolve ``model`` (folder or .onnx) into a subject with its request files written."""
     import onnxruntime
 
-    portable, values = floor_inputs(model)
+    portable, values, runtime = floor_inputs(model)
     names = [i.name for i in onnxruntime.InferenceSession(
         str(portable), providers=["CPUExecutionProvider"]).get_inputs()]
     body = json.dumps({"inputs": dict(zip(names, values, strict=True))}).encode()
@@ -85,23 +89,25 @@ def prepare(model: Path, name: str | None = None) -> Subject:
     inputs = dict(zip(names, values, strict=True))
     ours = _as_tensor_artifact(model, inputs, workdir / "model") if model.is_dir() else model
     subject = Subject(name or model.stem, model, ours.resolve(), Path(portable).resolve(), body,
-                      workdir)
+                      workdir, Path(runtime[0]).resolve(), runtime[1])
     subject.request_file.write_bytes(body)
     subject.event_file.write_text(json.dumps(http_api_event(body)))
     return subject
 
 
-def floor_inputs(model: Path) -> tuple[Path, list[Any]]:
-    """The portable model file and one example input per model input (as nested lists): the
-    manifest's example after the pipeline's pre-processing, as the handler's warm-up feeds it."""
+def floor_inputs(model: Path) -> tuple[Path, list[Any], tuple[str, str]]:
+    """The portable model file, one example input per model input (as nested lists: the
+    manifest's example after the pipeline's pre-processing, as the handler's warm-up feeds it),
+    and (the file the handler loads, its graph-optimization level)."""
     from handler.bootstrap import create
     from handler.settings import Settings
 
     service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model)}, warmup=False))
-    manifest = service.model.artifact.manifest
-    portable = service.model.artifact.path if manifest is None else model / manifest.portable
+    artifact, manifest = service.model.artifact, service.model.artifact.manifest
+    portable = Path(artifact.path) if manifest is None else model / manifest.portable
     feeds = service.pipeline.preprocess(service.example_inputs(), {})
-    return portable, [feeds[spec.name].tolist() for spec in service.model.inputs]
+    return (portable, [feeds[spec.name].tolist() for spec in service.model.inputs],
+            (artifact.path, service.model.graph_optimization))
 
 
 def _as_tensor_artifact(folder: Path, inputs: dict[str, object], dest: Path) -> Path:

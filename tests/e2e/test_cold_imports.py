@@ -12,11 +12,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from onnx_lambda.bench.cold import interpreter
 from onnx_lambda.cli import main
 from onnx_lambda.source_tree import root
 from tests.support import build_models, models
@@ -28,9 +28,11 @@ FORBIDDEN = ["boto3", "botocore", "urllib3", "requests", "pydantic", "torch", "p
 # hashlib (result cache, sha256 verification), traceback (error paths), zipfile (an example
 # file), shutil/tempfile/fcntl (s3:// download), http (ALB status text), dataclasses with
 # inspect/ast (the manifest is NamedTuples), logging/threading/random (the warmer and SnapStart
-# only). urllib.parse is not in it: pathlib itself imports it.
+# only), pathlib with what it imports, urllib(.parse)/ipaddress/fnmatch/ntpath (paths are str
+# and os.path; pathlib only for an s3:// model: ~15 M instructions of every other cold start).
 STDLIB_OFF = ["hashlib", "traceback", "zipfile", "shutil", "tempfile", "fcntl", "http",
-              "dataclasses", "inspect", "ast", "logging", "threading", "random"]
+              "dataclasses", "inspect", "ast", "logging", "threading", "random", "pathlib",
+              "urllib", "ipaddress", "fnmatch", "ntpath"]
 # Sum of the handler.* self times under -X importtime, handler.app's own excluded (its module
 # scope is the init: settings, model load, warm-up). Measured with this test's own method (the
 # least of 5 runs, bytecode cached as the image's compileall does) on 2 loaded cores, load
@@ -53,9 +55,12 @@ BUILDERS = {
 
 
 def probe(model: Path, **variables: str) -> tuple[set[str], bool, bool, bool]:
+    """A fresh interpreter started as Lambda starts one (``bench.cold.interpreter``: without
+    this venv's start-up hooks, whose editable-install finder imports pathlib and re first)."""
+    prefix, path = interpreter()
     env = {k: v for k, v in os.environ.items() if k != "ONNX_LAMBDA_TRACING"}
-    env.update(ONNX_LAMBDA_MODEL=str(model), PYTHONPATH=str(ROOT), **variables)
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=ROOT, check=True,
+    env.update(ONNX_LAMBDA_MODEL=str(model), **path, **variables)
+    out = subprocess.run([*prefix, "-c", PROBE], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     loaded, library, binding, numpy = json.loads(out.splitlines()[-1])
     return set(loaded), library, binding, numpy
@@ -63,11 +68,11 @@ def probe(model: Path, **variables: str) -> tuple[set[str], bool, bool, bool]:
 
 def our_import_ms(model: Path, pycache: Path) -> tuple[float, int]:
     """(Sum of our modules' self import times in ms, how many modules) for one fresh import."""
+    prefix, path = interpreter()
     env = {k: v for k, v in os.environ.items()
            if k not in ("ONNX_LAMBDA_TRACING", "PYTHONDONTWRITEBYTECODE")}
-    env.update(ONNX_LAMBDA_MODEL=str(model), PYTHONPATH=str(ROOT),
-               PYTHONPYCACHEPREFIX=str(pycache))
-    err = subprocess.run([sys.executable, "-X", "importtime", "-c", "import handler.app"],
+    env.update(ONNX_LAMBDA_MODEL=str(model), PYTHONPYCACHEPREFIX=str(pycache), **path)
+    err = subprocess.run([*prefix, "-X", "importtime", "-c", "import handler.app"],
                          env=env, cwd=ROOT, check=True, capture_output=True, text=True).stderr
     ours = [int(found[1]) for found in re.finditer(
         r"^import time:\s+(\d+) \|\s+\d+ \|\s*(handler(?:\.\S+)?)$", err, re.M)

@@ -92,7 +92,7 @@ def test_manifest_for_another_onnxruntime_falls_back_to_portable(
     folder = make_folder(tmp_path, model_dir, model="model.ort", portable="model.onnx",
                          onnxruntime="0.0.1", optimization="all")
     service = service_for(folder)  # model.ort does not even exist: never touched
-    assert service.model.artifact.path.name == "model.onnx"
+    assert Path(service.model.artifact.path).name == "model.onnx"
     assert service.model.graph_optimization == "basic"
 
 
@@ -109,7 +109,7 @@ def packaged_folder(tmp_path: Path, model_dir: Path, **overrides: Any) -> Path:
 def test_packaged_artifact_without_its_portable_copy_loads_and_verifies(
         tmp_path: Path, model_dir: Path) -> None:
     service = service_for(packaged_folder(tmp_path, model_dir), verify="always")
-    assert service.model.artifact.path.name == "model.opt.onnx"
+    assert Path(service.model.artifact.path).name == "model.opt.onnx"
     assert service.model.artifact.warning == ""
     assert service.model.graph_optimization == "disable"
 
@@ -160,7 +160,7 @@ def test_s3_folder_is_downloaded_once_and_verified(tmp_path: Path, model_dir: Pa
         s3.upload_file(str(path), "models", f"lin/v1/{path.name}")
     cache = tmp_path / "cache"
     service = service_for("s3://models/lin/v1", s3_cache_dir=str(cache))
-    assert service.model.artifact.path == cache / "models" / "lin" / "v1" / "model.onnx"
+    assert service.model.artifact.path == str(cache / "models" / "lin" / "v1" / "model.onnx")
     assert service({"inputs": [[1, 2, 3, 4]]}, Context())["outputs"]["y"]
 
     s3.put_object(Bucket="models", Key="lin/v1/model.onnx", Body=b"tampered")

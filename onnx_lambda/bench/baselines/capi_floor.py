@@ -1,10 +1,13 @@
 """BASELINE — the C-API floor: a bare interpreter, ``ctypes`` over libonnxruntime, one session.
 
-    python -m onnx_lambda.bench.baselines.capi_floor MODEL.onnx REQUEST.json
+    python -m onnx_lambda.bench.baselines.capi_floor MODEL REQUEST.json [OPTIMIZATION THREADS]
 
-The least a C-API runtime can do: load the C library (``handler.ort``, nothing else of the
-handler), create a session with the floor's options (all graph optimizations, a thread per
-visible CPU), run the request once; prints the same JSON line as ``baselines.floor``.
+The least a C-API runtime can do with the model ours serves: load the C library
+(``handler.ort``, nothing else of the handler), create a session on the same file with the same
+session options (``onnx-lambda bench`` passes the artifact's chosen file, the graph-optimization
+level ``handler.model`` picks for it and the threads it gives the memory size; spinning off),
+run the request once; prints the same JSON line as ``baselines.floor``. Without the last two
+arguments: all graph optimizations, a thread per visible CPU.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from typing import Any  # noqa: E402
 
 from handler.ort.session import Session  # noqa: E402  (timed: ctypes and the binding)
 from handler.ort.tensor import from_values  # noqa: E402
-from onnx_lambda.bench.rss import print_floor_line  # noqa: E402
 
 
 def _flat(value: Any) -> tuple[tuple[int, ...], list[Any]]:
@@ -33,9 +35,11 @@ def _flat(value: Any) -> tuple[tuple[int, ...], list[Any]]:
     return tuple(shape), level
 
 
-def main(model: str, request: str) -> None:
+def main(model: str, request: str, optimization: str = "all", threads: int = 0) -> None:
     imported = time.perf_counter()
-    session = Session(model, intra_op_threads=len(os.sched_getaffinity(0)), optimization="all")
+    session = Session(model, intra_op_threads=threads or len(os.sched_getaffinity(0)),
+                      optimization=optimization,
+                      config={"session.intra_op.allow_spinning": "0"})
     loaded = time.perf_counter()
     with open(request, encoding="utf-8") as fh:
         inputs = json.load(fh)["inputs"]
@@ -47,8 +51,11 @@ def main(model: str, request: str) -> None:
         feeds[spec.name] = from_values(spec.dtype, shape, flat)
     session.run(feeds)
     done = time.perf_counter()
+    # the report's own import, after the last mark: not the floor's cost
+    from onnx_lambda.bench.rss import print_floor_line
+
     print_floor_line(_STARTED_AT, _T0, imported, loaded, done)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *sys.argv[3:4], *(int(t) for t in sys.argv[4:5]))
