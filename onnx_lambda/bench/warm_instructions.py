@@ -6,11 +6,11 @@ Each target runs under ``valgrind --tool=callgrind`` after a warm-up, collecting
 the one C call that makes the counted calls (``--toggle-collect``: the interpreter's start, the
 imports and the init are not counted, and ONNX Runtime's timing-dependent start varied by
 ~100 M instructions between runs). Instructions per call = (total(n2) − total(n1)) / (n2 − n1);
-``--n1 0`` (the default) skips the second process, total(0) being a few hundred instructions. Targets: ``run`` (bare
-``session.run`` on the handler's own C-API session and feeds) and ``handler``
-(``Service(event, ctx)`` with the API Gateway HTTP API event ``handler_overhead`` sends, the
-request log written to ``/dev/null``). One intra-op thread (no pool thread's wait counted) and
-``PYTHONHASHSEED=0``. ``--keep DIR`` keeps the ``n2`` profiles for ``callgrind_annotate``.
+``--n1 0`` (the default) skips the second process, total(0) being a few hundred instructions.
+Targets: ``run`` (bare ``session.run`` on the handler's own C-API session and feeds) and
+``handler`` (``Service(event, ctx)`` with the API Gateway HTTP API event ``handler_overhead``
+sends, the request log written to ``/dev/null``). One intra-op thread (no pool thread's wait
+counted) and ``PYTHONHASHSEED=0``. ``--keep DIR`` keeps the profiles for ``callgrind_annotate``.
 """
 
 from __future__ import annotations
