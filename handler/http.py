@@ -12,6 +12,7 @@ NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
 _NO_BODY = object()
+_TEXT = (JSON, "text/")  # response types sent as text (anything else: base64)
 
 
 class Request:
@@ -39,7 +40,10 @@ class Request:
 
     @property
     def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        kind = self.headers.get("content-type", "")
+        if kind == JSON:  # the usual header needs no parsing
+            return kind
+        return kind.split(";", 1)[0].strip().lower()
 
     def has_parsed(self) -> bool:
         return self.parsed is not _NO_BODY
@@ -71,5 +75,4 @@ class Response:
 
     @property
     def is_binary(self) -> bool:
-        kind = self.headers.get("content-type", JSON)
-        return not (kind.startswith(JSON) or kind.startswith("text/"))
+        return not self.headers.get("content-type", JSON).startswith(_TEXT)

@@ -33,6 +33,7 @@ from handler.telemetry import StageTimer, Telemetry, server_timing
 NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
 RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
+RECENT_RUNS = 32  # inference times the deadline check looks at
 
 
 class Service:
@@ -44,7 +45,8 @@ class Service:
         self.telemetry = telemetry
         self.init_durations = init_durations
         self.state = EnvironmentState(settings.initialization_type)
-        self._recent_inference_ms: deque[float] = deque(maxlen=32)
+        self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
+        self._slowest_ms = 0.0  # max(_recent_inference_ms), kept as runs come and go
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
 
     # -- entry ---------------------------------------------------------------------------
@@ -60,8 +62,9 @@ class Service:
         if ping.is_ping(event):
             return self._ping(event)
         timer = StageTimer()
-        cold = self.state.first_invocation()
-        self.state.requests_served += 1
+        state = self.state
+        cold = False if state.invoked else state.first_invocation()
+        state.requests_served += 1
         source: sources.EventSource = sources.DIRECT
         request: Request | None = None
         error_type: str | None = None
@@ -191,7 +194,13 @@ class Service:
     def _run(self, feeds: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
         outputs = self.model.run(feeds)
         timer.mark("inference")
-        self._recent_inference_ms.append(timer.durations["inference"])
+        recent, took = self._recent_inference_ms, timer.durations["inference"]
+        evicted = recent[0] if len(recent) == RECENT_RUNS else None
+        recent.append(took)
+        if took >= self._slowest_ms:
+            self._slowest_ms = took
+        elif evicted == self._slowest_ms:  # the slowest run just left the window
+            self._slowest_ms = max(recent)
         return outputs
 
     # -- checks --------------------------------------------------------------------------
@@ -202,7 +211,7 @@ class Service:
                                        f"{self.settings.max_payload_bytes}")
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         if remaining is not None and self._recent_inference_ms:
-            needed = max(self._recent_inference_ms) + self.settings.deadline_margin_ms
+            needed = self._slowest_ms + self.settings.deadline_margin_ms
             left = remaining()
             if left < needed:
                 raise DeadlineExceededError(f"{left} ms left in this invocation; inference "

@@ -20,8 +20,12 @@ from handler.metric_names import COLD_START, INIT_METRICS, STAGE_METRICS
 
 COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+_INFO = LEVELS["info"]
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 _escape = json.encoder.encode_basestring_ascii  # str → JSON string literal, in C
+
+
+_now = time.perf_counter
 
 
 class StageTimer:
@@ -30,16 +34,17 @@ class StageTimer:
     __slots__ = ("_last", "durations", "start")
 
     def __init__(self) -> None:
-        self.start = self._last = time.perf_counter()
+        self.start = self._last = _now()
         self.durations: dict[str, float] = {}
 
     def mark(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.durations[stage] = self.durations.get(stage, 0.0) + (now - self._last) * 1000.0
+        now = _now()
+        durations = self.durations
+        durations[stage] = durations.get(stage, 0.0) + (now - self._last) * 1000.0
         self._last = now
 
     def total_ms(self) -> float:
-        return (time.perf_counter() - self.start) * 1000.0
+        return (_now() - self.start) * 1000.0
 
 
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:
@@ -60,7 +65,7 @@ class _Layout:
     """One request line's template for one set of stages (warm or cold): rendered once, so
     the hot path only formats the timestamp, the request id, the numbers and the fields."""
 
-    __slots__ = ("stages", "template")
+    __slots__ = ("prefix", "stages", "template")
 
     def __init__(self, telemetry: Telemetry, durations: Mapping[str, float],
                  cold: bool) -> None:
@@ -72,20 +77,19 @@ class _Layout:
         if telemetry.metrics:
             definitions = [{"Name": name, "Unit": "Milliseconds"} for name in metrics]
             definitions.append({"Name": COLD_START, "Unit": "Count"})
-            directive = _literal([{"Namespace": telemetry.namespace,
-                                   "Dimensions": [["FunctionName"]], "Metrics": definitions}])
-            head = (f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":%d}},{record},'
-                    f'"FunctionName":{function},"{COLD_START}":{int(cold)}')
+            directive = _ENCODER.encode([{"Namespace": telemetry.namespace,
+                                          "Dimensions": [["FunctionName"]],
+                                          "Metrics": definitions}])
+            # written as it is, not through %: the long directive is not scanned per request
+            self.prefix = f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":'
+            head = f'%d}},{record},"FunctionName":{function},"{COLD_START}":{int(cold)}'
         else:
-            head = f'{{"timestamp":%d,{record}'
+            self.prefix = '{"timestamp":'
+            head = f'%d,{record}'
         values = "".join(f',"{name}":%.4f' for name in metrics)
         self.template = (f'{head},"coldStart":{"true" if cold else "false"},'
                          f'"requestId":%s{values},"source":%s,"method":%s,"path":%s,'
                          f'"status":%d,"errorType":%s,"nonFinite":%d}}\n')
-
-
-def _string(value: str | None) -> str:
-    return "null" if value is None else _escape(value)
 
 
 def _literal(value: Any) -> str:
@@ -108,17 +112,20 @@ class Telemetry:
                 error_type: str | None = None, non_finite: int = 0) -> None:
         """One line per business request: log record + EMF metrics. ``non_finite`` counts the
         NaN / ±Infinity values the response carries as ``null``."""
-        if self.level > LEVELS["info"] and not self.metrics:
+        if self.level > _INFO and not self.metrics:
             return
         key = (cold, *durations)
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._layouts[key] = _Layout(self, durations, cold)
-        self.stream.write(layout.template % (
+        stream = self.stream
+        stream.write(layout.prefix + layout.template % (
             int(time.time() * 1000), _escape(request_id),
-            *map(durations.__getitem__, layout.stages), _escape(source), _string(method),
-            _string(path), status, _string(error_type), non_finite))
-        self.stream.flush()
+            *map(durations.__getitem__, layout.stages), _escape(source),
+            "null" if method is None else _escape(method),
+            "null" if path is None else _escape(path), status,
+            "null" if error_type is None else _escape(error_type), non_finite))
+        stream.flush()
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:
