@@ -28,7 +28,7 @@ from handler.http import JSON, NPY, OCTET, Request, Response
 from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
-from handler.telemetry import StageTimer, Telemetry, server_timing
+from handler.telemetry import StageTimer, Telemetry
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
@@ -93,11 +93,13 @@ class Service:
         durations["total"] = timer.total_ms()
         if cold:
             durations.update(self.init_durations)
-        response.headers["server-timing"] = server_timing(durations, cold)
-        response.headers["x-request-id"] = request_id
-        self.telemetry.request(durations, request_id=request_id, cold=cold, source=source.name,
-                               method=method, path=path, status=response.status,
-                               error_type=error_type, non_finite=response.non_finite)
+        timing = self.telemetry.request(
+            durations, request_id=request_id, cold=cold, source=source.name, method=method,
+            path=path, status=response.status, error_type=error_type,
+            non_finite=response.non_finite)
+        headers = response.headers
+        headers["server-timing"] = timing
+        headers["x-request-id"] = request_id
         return source.to_response(response, event)
 
     def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:

@@ -51,11 +51,15 @@ def server_timing(durations: Mapping[str, float], cold: bool) -> str:
     key = (cold, *durations)
     template = _TIMING_TEMPLATES.get(key)
     if template is None:  # one per set of stages: the hot path only fills in numbers
-        parts = [f"{name};dur=%.3f" for name in durations]
-        if cold:
-            parts.append('cold-start;desc="first request of this environment"')
-        template = _TIMING_TEMPLATES[key] = ", ".join(parts)
+        template = _TIMING_TEMPLATES[key] = _timing_template(durations, cold)
     return template % tuple(durations.values())
+
+
+def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
+    parts = [f"{name};dur=%.3f" for name in durations]
+    if cold:
+        parts.append('cold-start;desc="first request of this environment"')
+    return ", ".join(parts)
 
 
 _TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
@@ -65,10 +69,11 @@ class _Layout:
     """One request line's template for one set of stages (warm or cold): rendered once, so
     the hot path only formats the timestamp, the request id, the numbers and the fields."""
 
-    __slots__ = ("prefix", "stages", "template")
+    __slots__ = ("prefix", "stages", "template", "timing")
 
     def __init__(self, telemetry: Telemetry, durations: Mapping[str, float],
                  cold: bool) -> None:
+        self.timing = _timing_template(durations, cold)  # the Server-Timing header's
         names = COLD_METRICS if cold else STAGE_METRICS
         self.stages = tuple(k for k in durations if k in names)
         metrics = [names[k] for k in self.stages]
@@ -109,11 +114,12 @@ class Telemetry:
 
     def request(self, durations: Mapping[str, float], *, request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
-                error_type: str | None = None, non_finite: int = 0) -> None:
+                error_type: str | None = None, non_finite: int = 0) -> str:
         """One line per business request: log record + EMF metrics. ``non_finite`` counts the
-        NaN / ±Infinity values the response carries as ``null``."""
+        NaN / ±Infinity values the response carries as ``null``. → the ``Server-Timing``
+        header of the same durations (one template lookup for both)."""
         if self.level > _INFO and not self.metrics:
-            return
+            return server_timing(durations, cold)
         key = (cold, *durations)
         layout = self._layouts.get(key)
         if layout is None:
@@ -126,6 +132,7 @@ class Telemetry:
             "null" if path is None else _escape(path), status,
             "null" if error_type is None else _escape(error_type), non_finite))
         stream.flush()
+        return layout.timing % tuple(durations.values())
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:
