@@ -11,7 +11,7 @@ JSON = "application/json"
 NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
-_NO_BODY = object()
+NO_BODY = object()  # ``Request.parsed`` of a body not parsed yet (every HTTP-shaped source)
 _TEXT = (JSON, "text/")  # response types sent as text (anything else: base64)
 
 
@@ -24,7 +24,7 @@ class Request:
 
     def __init__(self, method: str, path: str, headers: Mapping[str, str] | None = None,
                  query: Mapping[str, str] | None = None, body: bytes = b"",
-                 parsed: Any = _NO_BODY, received_epoch_ms: float | None = None,
+                 parsed: Any = NO_BODY, received_epoch_ms: float | None = None,
                  raw_response: bool = False) -> None:
         self.method = method
         self.path = path
@@ -46,7 +46,7 @@ class Request:
         return kind.split(";", 1)[0].strip().lower()
 
     def has_parsed(self) -> bool:
-        return self.parsed is not _NO_BODY
+        return self.parsed is not NO_BODY
 
 
 class Response:

@@ -133,7 +133,7 @@ class Service:
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
             self._check_limits(request, context)
-            key = self._cache_key(request)
+            key = self._cache_key(request) if self.settings.cache_size else None
             if key is not None and key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
@@ -168,7 +168,8 @@ class Service:
         if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
             raise UnsupportedMediaTypeError(
                 f"content-type {kind!r} not supported: send {JSON} or {NPY}")
-        answer_npy = _wants_npy(request.headers.get("accept", ""), default=is_npy)
+        accept = request.headers.get("accept")
+        answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
         if is_npy:
             feeds, parameters = npy.decode(request, self.model), {}
         else:
@@ -226,7 +227,7 @@ class Service:
         raise NotFoundError(f"unknown model {name!r}; this function serves {self.model.name!r}")
 
     def _cache_key(self, request: Request) -> bytes | None:
-        if not self.settings.cache_size or request.raw_response:
+        if request.raw_response:
             return None
         import hashlib  # only when the cache is on: OpenSSL's load stays off the cold start
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.http import Request, Response
+from handler.http import NO_BODY, Request, Response
 from handler.sources.base import (
     body_of,
     encoded_body,
@@ -42,8 +42,9 @@ class HttpApiSource:
             headers,
             query_of(query) if query else {},
             body_of(event),
-            received_epoch_ms=epoch_ms(context.get("timeEpoch")),
-        )
+            NO_BODY,
+            epoch_ms(context.get("timeEpoch")),
+        )  # positional: a keyword costs a name match per parameter, per request
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
         body, is_base64 = encoded_body(response)
