@@ -3,9 +3,10 @@ request that is both the structured log record and a CloudWatch EMF metrics docu
 
 EMF is written by hand (the spec is one JSON object with an ``_aws`` member) rather than with
 Powertools Metrics: the same output without Powertools' import cost on the cold path (measured
-in the README's cold-start table). The line is a %-template rendered once per set of stages, so
-a warm request only formats numbers and a few escaped strings (measured: see
-``python -m onnx_lambda.bench.handler_overhead``).
+in the README's cold-start table). The line is a %-template rendered once per set of stages
+(with the ``Server-Timing`` template beside it: ``Telemetry.request`` returns the header), so a
+warm request only formats numbers and a few escaped strings (measured: see
+``python -m onnx_lambda.bench.handler_overhead`` and ``warm_instructions``).
 """
 
 from __future__ import annotations
