@@ -11,7 +11,8 @@ JSON = "application/json"
 NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
-_NO_BODY = object()
+NO_BODY = object()  # ``Request.parsed`` of a body not parsed yet (every HTTP-shaped source)
+_TEXT = (JSON, "text/")  # response types sent as text (anything else: base64)
 
 
 class Request:
@@ -23,7 +24,7 @@ class Request:
 
     def __init__(self, method: str, path: str, headers: Mapping[str, str] | None = None,
                  query: Mapping[str, str] | None = None, body: bytes = b"",
-                 parsed: Any = _NO_BODY, received_epoch_ms: float | None = None,
+                 parsed: Any = NO_BODY, received_epoch_ms: float | None = None,
                  raw_response: bool = False) -> None:
         self.method = method
         self.path = path
@@ -39,10 +40,13 @@ class Request:
 
     @property
     def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        kind = self.headers.get("content-type", "")
+        if kind == JSON:  # the usual header needs no parsing
+            return kind
+        return kind.split(";", 1)[0].strip().lower()
 
     def has_parsed(self) -> bool:
-        return self.parsed is not _NO_BODY
+        return self.parsed is not NO_BODY
 
 
 class Response:
@@ -71,5 +75,4 @@ class Response:
 
     @property
     def is_binary(self) -> bool:
-        kind = self.headers.get("content-type", JSON)
-        return not (kind.startswith(JSON) or kind.startswith("text/"))
+        return not self.headers.get("content-type", JSON).startswith(_TEXT)

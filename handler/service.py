@@ -28,11 +28,12 @@ from handler.http import JSON, NPY, OCTET, Request, Response
 from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
-from handler.telemetry import StageTimer, Telemetry, server_timing
+from handler.telemetry import StageTimer, Telemetry
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
 RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
+RECENT_RUNS = 32  # inference times the deadline check looks at
 
 
 class Service:
@@ -44,7 +45,8 @@ class Service:
         self.telemetry = telemetry
         self.init_durations = init_durations
         self.state = EnvironmentState(settings.initialization_type)
-        self._recent_inference_ms: deque[float] = deque(maxlen=32)
+        self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
+        self._slowest_ms = 0.0  # max(_recent_inference_ms), kept as runs come and go
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
 
     # -- entry ---------------------------------------------------------------------------
@@ -60,8 +62,9 @@ class Service:
         if ping.is_ping(event):
             return self._ping(event)
         timer = StageTimer()
-        cold = self.state.first_invocation()
-        self.state.requests_served += 1
+        state = self.state
+        cold = False if state.invoked else state.first_invocation()
+        state.requests_served += 1
         source: sources.EventSource = sources.DIRECT
         request: Request | None = None
         error_type: str | None = None
@@ -90,11 +93,13 @@ class Service:
         durations["total"] = timer.total_ms()
         if cold:
             durations.update(self.init_durations)
-        response.headers["server-timing"] = server_timing(durations, cold)
-        response.headers["x-request-id"] = request_id
-        self.telemetry.request(durations, request_id=request_id, cold=cold, source=source.name,
-                               method=method, path=path, status=response.status,
-                               error_type=error_type, non_finite=response.non_finite)
+        timing = self.telemetry.request(
+            durations, request_id=request_id, cold=cold, source=source.name, method=method,
+            path=path, status=response.status, error_type=error_type,
+            non_finite=response.non_finite)
+        headers = response.headers
+        headers["server-timing"] = timing
+        headers["x-request-id"] = request_id
         return source.to_response(response, event)
 
     def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:
@@ -128,7 +133,7 @@ class Service:
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
             self._check_limits(request, context)
-            key = self._cache_key(request)
+            key = self._cache_key(request) if self.settings.cache_size else None
             if key is not None and key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
@@ -163,7 +168,8 @@ class Service:
         if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
             raise UnsupportedMediaTypeError(
                 f"content-type {kind!r} not supported: send {JSON} or {NPY}")
-        answer_npy = _wants_npy(request.headers.get("accept", ""), default=is_npy)
+        accept = request.headers.get("accept")
+        answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
         if is_npy:
             feeds, parameters = npy.decode(request, self.model), {}
         else:
@@ -191,7 +197,13 @@ class Service:
     def _run(self, feeds: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
         outputs = self.model.run(feeds)
         timer.mark("inference")
-        self._recent_inference_ms.append(timer.durations["inference"])
+        recent, took = self._recent_inference_ms, timer.durations["inference"]
+        evicted = recent[0] if len(recent) == RECENT_RUNS else None
+        recent.append(took)
+        if took >= self._slowest_ms:
+            self._slowest_ms = took
+        elif evicted == self._slowest_ms:  # the slowest run just left the window
+            self._slowest_ms = max(recent)
         return outputs
 
     # -- checks --------------------------------------------------------------------------
@@ -202,7 +214,7 @@ class Service:
                                        f"{self.settings.max_payload_bytes}")
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         if remaining is not None and self._recent_inference_ms:
-            needed = max(self._recent_inference_ms) + self.settings.deadline_margin_ms
+            needed = self._slowest_ms + self.settings.deadline_margin_ms
             left = remaining()
             if left < needed:
                 raise DeadlineExceededError(f"{left} ms left in this invocation; inference "
@@ -215,7 +227,7 @@ class Service:
         raise NotFoundError(f"unknown model {name!r}; this function serves {self.model.name!r}")
 
     def _cache_key(self, request: Request) -> bytes | None:
-        if not self.settings.cache_size or request.raw_response:
+        if request.raw_response:
             return None
         import hashlib  # only when the cache is on: OpenSSL's load stays off the cold start
 

@@ -14,8 +14,14 @@ import json
 import math
 from typing import Any
 
-# One encoder for every response (json.dumps(..., separators=...) would build one per call).
+# One encoder for every response (json.dumps(..., separators=...) would build one per call),
+# and its C half built once too: ``JSONEncoder.encode`` makes a new one (and a closure) per
+# call, half the cost of encoding a small response. Same arguments, so the same text.
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_MARKERS: dict[int, Any] = {}  # circular-reference check; cleared when an encode fails midway
+_ENCODE = json.encoder.c_make_encoder(
+    _MARKERS, _STRICT.default, json.encoder.encode_basestring_ascii, None, ":", ",", False,
+    False, False)
 # Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
 # more than 209 digits before it. Folding every digit to 0 and "E"/"+" to "e" ("1E+400" →
 # "0ee000") turns both into plain substrings, found at memchr speed (a regular expression
@@ -38,14 +44,26 @@ def _finite(text: str) -> float:
 # Built once: json.loads(..., parse_constant=...) would build a decoder per call (~10 µs).
 _DECODER = json.JSONDecoder(parse_constant=_refuse)
 _CHECKED_DECODER = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite)
+_SCAN = _DECODER.scan_once
+_PLAIN_OPENERS = (b"{", b"[")  # an object or array with no BOM or leading space
 
 
 def loads(data: bytes) -> Any:
     """A request body → Python values; ValueError (or RecursionError) when it is not strict
     JSON. UTF-8, -16 and -32 are detected as ``json.loads`` does."""
-    encoding = json.detect_encoding(data)
-    text = data.decode(encoding, "surrogatepass")
-    value = _DECODER.decode(text)
+    if data[:1] in _PLAIN_OPENERS and data[1:2] != b"\0":  # detect_encoding's answer: UTF-8
+        encoding = "utf-8"
+        text = data.decode(encoding, "surrogatepass")
+        try:  # the C scanner straight away; anything but one whole document takes decode()'s
+            value, end = _SCAN(text, 0)  # way, for its exact error message
+        except Exception:
+            end = -1
+        if end != len(text):
+            value = _DECODER.decode(text)
+    else:
+        encoding = json.detect_encoding(data)
+        text = data.decode(encoding, "surrogatepass")
+        value = _DECODER.decode(text)
     folded = (data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")
               ).translate(_FOLD)
     if folded.find(_HUGE_EXPONENT) >= 0 or folded.find(_LONG_DIGITS) >= 0:
@@ -68,11 +86,20 @@ def check_parsed(value: Any) -> None:
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
     try:
-        return _STRICT.encode(payload), payload, 0
+        return _encode(payload), payload, 0
     except ValueError:  # a NaN or ±Infinity somewhere: rebuild with nulls (rare path)
         counter = [0]
         clean = _nulled(payload, counter)
-        return _STRICT.encode(clean), clean, counter[0]
+        return _encode(clean), clean, counter[0]
+
+
+def _encode(payload: Any) -> str:
+    """``_STRICT.encode(payload)``."""
+    try:
+        return "".join(_ENCODE(payload, 0))
+    except BaseException:
+        _MARKERS.clear()  # what the failed encode left: not a cycle for the next one
+        raise
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:

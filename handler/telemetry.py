@@ -3,9 +3,10 @@ request that is both the structured log record and a CloudWatch EMF metrics docu
 
 EMF is written by hand (the spec is one JSON object with an ``_aws`` member) rather than with
 Powertools Metrics: the same output without Powertools' import cost on the cold path (measured
-in the README's cold-start table). The line is a %-template rendered once per set of stages, so
-a warm request only formats numbers and a few escaped strings (measured: see
-``python -m onnx_lambda.bench.handler_overhead``).
+in the README's cold-start table). The line is a %-template rendered once per set of stages
+(with the ``Server-Timing`` template beside it: ``Telemetry.request`` returns the header), so a
+warm request only formats numbers and a few escaped strings (measured: see
+``python -m onnx_lambda.bench.handler_overhead`` and ``warm_instructions``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from handler.metric_names import COLD_START, INIT_METRICS, STAGE_METRICS
 
 COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+_INFO = LEVELS["info"]
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 _escape = json.encoder.encode_basestring_ascii  # str → JSON string literal, in C
+
+
+_now = time.perf_counter
 
 
 class StageTimer:
@@ -30,27 +35,32 @@ class StageTimer:
     __slots__ = ("_last", "durations", "start")
 
     def __init__(self) -> None:
-        self.start = self._last = time.perf_counter()
+        self.start = self._last = _now()
         self.durations: dict[str, float] = {}
 
     def mark(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.durations[stage] = self.durations.get(stage, 0.0) + (now - self._last) * 1000.0
+        now = _now()
+        durations = self.durations
+        durations[stage] = durations.get(stage, 0.0) + (now - self._last) * 1000.0
         self._last = now
 
     def total_ms(self) -> float:
-        return (time.perf_counter() - self.start) * 1000.0
+        return (_now() - self.start) * 1000.0
 
 
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:
     key = (cold, *durations)
     template = _TIMING_TEMPLATES.get(key)
     if template is None:  # one per set of stages: the hot path only fills in numbers
-        parts = [f"{name};dur=%.3f" for name in durations]
-        if cold:
-            parts.append('cold-start;desc="first request of this environment"')
-        template = _TIMING_TEMPLATES[key] = ", ".join(parts)
+        template = _TIMING_TEMPLATES[key] = _timing_template(durations, cold)
     return template % tuple(durations.values())
+
+
+def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
+    parts = [f"{name};dur=%.3f" for name in durations]
+    if cold:
+        parts.append('cold-start;desc="first request of this environment"')
+    return ", ".join(parts)
 
 
 _TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
@@ -60,10 +70,11 @@ class _Layout:
     """One request line's template for one set of stages (warm or cold): rendered once, so
     the hot path only formats the timestamp, the request id, the numbers and the fields."""
 
-    __slots__ = ("stages", "template")
+    __slots__ = ("prefix", "stages", "template", "timing")
 
     def __init__(self, telemetry: Telemetry, durations: Mapping[str, float],
                  cold: bool) -> None:
+        self.timing = _timing_template(durations, cold)  # the Server-Timing header's
         names = COLD_METRICS if cold else STAGE_METRICS
         self.stages = tuple(k for k in durations if k in names)
         metrics = [names[k] for k in self.stages]
@@ -72,20 +83,19 @@ class _Layout:
         if telemetry.metrics:
             definitions = [{"Name": name, "Unit": "Milliseconds"} for name in metrics]
             definitions.append({"Name": COLD_START, "Unit": "Count"})
-            directive = _literal([{"Namespace": telemetry.namespace,
-                                   "Dimensions": [["FunctionName"]], "Metrics": definitions}])
-            head = (f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":%d}},{record},'
-                    f'"FunctionName":{function},"{COLD_START}":{int(cold)}')
+            directive = _ENCODER.encode([{"Namespace": telemetry.namespace,
+                                          "Dimensions": [["FunctionName"]],
+                                          "Metrics": definitions}])
+            # written as it is, not through %: the long directive is not scanned per request
+            self.prefix = f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":'
+            head = f'%d}},{record},"FunctionName":{function},"{COLD_START}":{int(cold)}'
         else:
-            head = f'{{"timestamp":%d,{record}'
+            self.prefix = '{"timestamp":'
+            head = f'%d,{record}'
         values = "".join(f',"{name}":%.4f' for name in metrics)
         self.template = (f'{head},"coldStart":{"true" if cold else "false"},'
                          f'"requestId":%s{values},"source":%s,"method":%s,"path":%s,'
                          f'"status":%d,"errorType":%s,"nonFinite":%d}}\n')
-
-
-def _string(value: str | None) -> str:
-    return "null" if value is None else _escape(value)
 
 
 def _literal(value: Any) -> str:
@@ -105,20 +115,25 @@ class Telemetry:
 
     def request(self, durations: Mapping[str, float], *, request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
-                error_type: str | None = None, non_finite: int = 0) -> None:
+                error_type: str | None = None, non_finite: int = 0) -> str:
         """One line per business request: log record + EMF metrics. ``non_finite`` counts the
-        NaN / ±Infinity values the response carries as ``null``."""
-        if self.level > LEVELS["info"] and not self.metrics:
-            return
+        NaN / ±Infinity values the response carries as ``null``. → the ``Server-Timing``
+        header of the same durations (one template lookup for both)."""
+        if self.level > _INFO and not self.metrics:
+            return server_timing(durations, cold)
         key = (cold, *durations)
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._layouts[key] = _Layout(self, durations, cold)
-        self.stream.write(layout.template % (
+        stream = self.stream
+        stream.write(layout.prefix + layout.template % (
             int(time.time() * 1000), _escape(request_id),
-            *map(durations.__getitem__, layout.stages), _escape(source), _string(method),
-            _string(path), status, _string(error_type), non_finite))
-        self.stream.flush()
+            *map(durations.__getitem__, layout.stages), _escape(source),
+            "null" if method is None else _escape(method),
+            "null" if path is None else _escape(path), status,
+            "null" if error_type is None else _escape(error_type), non_finite))
+        stream.flush()
+        return layout.timing % tuple(durations.values())
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:

@@ -9,8 +9,10 @@ the input's element type only where no value changes. Every mismatch is an
 from __future__ import annotations
 
 import array
+import functools
 import struct
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from typing import Any, NamedTuple
 
 from handler.dims import is_shared
@@ -45,13 +47,14 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
         return check({specs[0].name: values(inputs, specs[0])}, specs)
-    if not isinstance(inputs, Mapping):
+    if type(inputs) is not dict and not isinstance(inputs, Mapping):  # (an ABC check is slow)
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
-    by_name = {s.name: s for s in specs}
     arrays: dict[str, Values] = {}
     for name, value in inputs.items():
-        spec = by_name.get(name)
-        if spec is None:
+        for spec in specs:  # a handful of inputs: a scan beats building a dict per request
+            if spec.name == name:
+                break
+        else:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
         arrays[name] = values(value, spec)
     return check(arrays, specs)
@@ -63,19 +66,32 @@ def values(value: Any, spec: TensorSpec) -> Values:
     level = [value]
     while level and type(level[0]) is list:
         size = len(level[0])
-        if any(type(item) is not list or len(item) != size for item in level):
-            raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged "
-                                    f"nested lists?); expected {spec.describe()}")
+        for item in level:
+            if type(item) is not list or len(item) != size:
+                raise _ragged(spec)
         shape.append(size)
-        level = [element for item in level for element in item]
-    types = set(map(type, level))
-    if list in types:
-        raise InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged "
-                                f"nested lists?); expected {spec.describe()}")
-    return Values(tuple(shape), level, _kind(types))
+        level = list(chain.from_iterable(level))
+    types = frozenset(map(type, level))
+    kind = _KINDS.get(types)
+    if kind is None:
+        if list in types:
+            raise _ragged(spec)
+        kind = _kind(types)
+        if types <= _SCALARS:  # at most 32 such sets: remembered
+            _KINDS[types] = kind
+    return Values(tuple(shape), level, kind)
 
 
-def _kind(types: set[type]) -> str:
+def _ragged(spec: TensorSpec) -> InvalidInputError:
+    return InvalidInputError(f"input {spec.name!r}: not a rectangular array (ragged nested "
+                             f"lists?); expected {spec.describe()}")
+
+
+_SCALARS = frozenset((float, int, bool, str, bytes))
+_KINDS: dict[frozenset[type], str] = {}  # the element types of a request's values → kind
+
+
+def _kind(types: frozenset[type]) -> str:
     if types <= {float, int, bool}:
         if not types or types == {bool}:
             return "b" if types else "f"  # [] is float64 to numpy
@@ -92,10 +108,11 @@ def check(arrays: Mapping[str, Any],
     """Convert each value to its input's element type (only where no value changes) and
     check shapes."""
     specs = tuple(specs)
-    missing = [s.name for s in specs if s.name not in arrays]
-    if missing:
-        raise InvalidInputError(f"missing input(s) {', '.join(map(repr, missing))}; the model "
-                                f"takes {_names(specs)}")
+    for spec in specs:
+        if spec.name not in arrays:
+            missing = [s.name for s in specs if s.name not in arrays]
+            raise InvalidInputError(f"missing input(s) {', '.join(map(repr, missing))}; the "
+                                    f"model takes {_names(specs)}")
     feeds: dict[str, Tensor] = {}
     symbols: dict[str, tuple[int, str]] = {}
     for spec in specs:
@@ -112,13 +129,14 @@ def check(arrays: Mapping[str, Any],
 def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
     want = spec.element
     got = ""
-    if not isinstance(value, Values | Tensor):  # a numpy array (a user pipeline's, a test's)
-        value = as_tensor(value)
-    if isinstance(value, Tensor):  # binary bodies (.npy, V2)
-        if value.dtype == want:
-            return value
-        got = value.dtype  # converted as numpy's astype would, where no value changes
-        value = Values(value.shape, value.flat(), _KIND_OF[value.dtype])
+    if type(value) is not Values:
+        if not isinstance(value, Values | Tensor):  # a numpy array (a user pipeline's, a test's)
+            value = as_tensor(value)
+        if isinstance(value, Tensor):  # binary bodies (.npy, V2)
+            if value.dtype == want:
+                return value
+            got = value.dtype  # converted as numpy's astype would, where no value changes
+            value = Values(value.shape, value.flat(), _KIND_OF[value.dtype])
     shape, flat, kind = value
     if not flat:  # JSON's [] carries no type: any empty tensor fits
         return Tensor(want, shape, () if want == "string" else b"")
@@ -186,12 +204,16 @@ def _check_shape(tensor: Tensor, spec: TensorSpec,
                 raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
                                         f"shape {list(tensor.shape)} (axis {axis} must be "
                                         f"{want})")
-        elif is_shared(want):  # a shared symbolic name: equal wherever it appears
+        elif _is_shared(want):  # a shared symbolic name: equal wherever it appears
             seen = symbols.setdefault(want, (dim, spec.name))
             if seen[0] != dim:
                 raise InvalidInputError(
                     f"inputs {seen[1]!r} and {spec.name!r} disagree on dimension {want!r} "
                     f"({seen[0]} vs {dim})")
+
+
+# the model's few dim names, asked on every request: the answer remembered (a regex match)
+_is_shared = functools.lru_cache(maxsize=256)(is_shared)
 
 
 def to_json(value: Any) -> Any:

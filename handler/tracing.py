@@ -27,10 +27,11 @@ def install(telemetry: Any) -> None:
     telemetry.request = traced(telemetry.request)
 
 
-def traced(request: Callable[..., None]) -> Callable[..., None]:
-    def record_and_log(durations: Mapping[str, float], **fields: Any) -> None:
-        request(durations, **fields)
+def traced(request: Callable[..., str]) -> Callable[..., str]:
+    def record_and_log(durations: Mapping[str, float], **fields: Any) -> str:
+        timing = request(durations, **fields)  # the Server-Timing header
         record(durations, time.time(), fields)
+        return timing
 
     return record_and_log
 

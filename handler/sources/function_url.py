@@ -11,8 +11,11 @@ class FunctionUrlSource(HttpApiSource):
     name = "function-url"
 
     def matches(self, event: Any) -> bool:
-        return (super().matches(event)
-                and ".lambda-url." in str(event["requestContext"].get("domainName", "")))
+        # the domain first: an HTTP API event (tried next) fails here at the first look
+        context = event.get("requestContext") if isinstance(event, dict) else None
+        return (isinstance(context, dict)
+                and ".lambda-url." in str(context.get("domainName", ""))
+                and super().matches(event))
 
 
 FUNCTION_URL = FunctionUrlSource()

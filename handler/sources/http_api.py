@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.http import Request, Response
+from handler.http import NO_BODY, Request, Response
 from handler.sources.base import (
     body_of,
-    context_of,
     encoded_body,
     epoch_ms,
     lower_headers,
@@ -27,21 +26,25 @@ class HttpApiSource:
                 and "http" in context)
 
     def to_request(self, event: dict[str, Any]) -> Request:
-        context = context_of(event)
-        http = mapping(context["http"], "requestContext.http")
+        context = event["requestContext"]  # matches() checked it is an object with "http"
+        http = context["http"]
+        if type(http) is not dict:
+            http = mapping(http, "requestContext.http")
         headers = lower_headers(event.get("headers"))
         cookies = event.get("cookies")
         if cookies and isinstance(cookies, list) and "cookie" not in headers:
             headers["cookie"] = "; ".join(map(str, cookies))
+        path = event.get("rawPath") or http.get("path")
+        query = event.get("queryStringParameters")
         return Request(
-            method=str(http.get("method", "GET")).upper(),
-            path=strip_stage(path_of(event.get("rawPath") or http.get("path")),
-                             context.get("stage")),
-            headers=headers,
-            query=query_of(event.get("queryStringParameters")),
-            body=body_of(event),
-            received_epoch_ms=epoch_ms(context.get("timeEpoch")),
-        )
+            str(http.get("method", "GET")).upper(),
+            strip_stage(path if type(path) is str else path_of(path), context.get("stage")),
+            headers,
+            query_of(query) if query else {},
+            body_of(event),
+            NO_BODY,
+            epoch_ms(context.get("timeEpoch")),
+        )  # positional: a keyword costs a name match per parameter, per request
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
         body, is_base64 = encoded_body(response)

@@ -31,6 +31,7 @@ from onnx_lambda.bench import cold as cold_start
 from onnx_lambda.bench.baselines import io
 from onnx_lambda.bench.stats import DEFINITION, interleave, percentile
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, Subject, prepare
+from onnx_lambda.bench.warm_instructions import http_api_event
 from onnx_lambda.lambda_context import LambdaContext
 from onnx_lambda.source_tree import root
 
@@ -70,10 +71,7 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
                                       "ONNX_LAMBDA_LOG_LEVEL": "warning"}))
     example = service.example_inputs()
     feeds = service.pipeline.preprocess(example, {})
-    event = {"version": "2.0", "rawPath": "/predict", "headers": {
-        "content-type": "application/json"}, "requestContext": {
-        "http": {"method": "POST", "path": "/predict"}, "stage": "$default"},
-        "body": json.dumps({"inputs": example}), "isBase64Encoded": False}
+    event = http_api_event(example)
 
     session = service.model.session  # the C-API session the handler runs
     ctx = LambdaContext("bench", 60_000)

@@ -22,3 +22,14 @@ def test_handler_benchmark_smoke(model_dir: Path) -> None:
 def test_handler_benchmark_cli(model_dir: Path, capsys: object) -> None:
     assert main(["--model", str(model_dir / "multi_io.onnx"), "--repeat", "1",
                  "--iterations", "100"]) == 0
+
+
+def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
+    """What callgrind runs (valgrind itself is too slow for this tier): the warm-up and the
+    counted calls of each target, on the handler's own session."""
+    from onnx_lambda.bench.warm_instructions import TARGETS
+    from onnx_lambda.bench.warm_instructions import main as instructions
+
+    for target in TARGETS:
+        assert instructions(["--child", target, "--model", str(model_dir / "linear.onnx"),
+                             "--n2", "3"]) == 0

@@ -107,3 +107,17 @@ def test_names_and_values_with_percent_signs_and_quotes_stay_valid_json() -> Non
         assert record["status"] == 404 and record["errorType"] is None
         assert record["Decode"] == 0.5 and record["Latency"] == 2.0 and "cache" not in record
         assert record["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "N%s"
+
+
+def test_request_returns_the_server_timing_of_its_durations() -> None:
+    """The service takes the header from the log call (one template lookup for both)."""
+    durations = {"queue": 0.5, "decode": 0.0123, "inference": 1.5, "total": 2.25}
+    for metrics, level in ((True, "info"), (False, "info"), (False, "warning")):
+        stream = io.StringIO()
+        telemetry = Telemetry(namespace="N", function_name="fn", metrics=metrics, level=level,
+                              stream=stream)
+        for cold in (True, False, False):
+            assert telemetry.request(durations, request_id="r", cold=cold, source="direct",
+                                     method=None, path=None, status=200) == server_timing(
+                durations, cold)
+        assert bool(stream.getvalue()) is (level == "info")
