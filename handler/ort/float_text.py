@@ -4,15 +4,17 @@ Standard library only, and C-level throughout: every pass formats a whole batch 
 ``%`` (twice as fast as ``str``'s), parses it back with ``map(float)`` and checks it with one
 ``struct`` round trip and ``map(operator.eq)``; values are split and merged with
 ``itertools.compress`` and ``list.__setitem__`` mapped over indices, never a per-value Python
-loop. What it costs and where the floor is: docs/benchmarks-notes.md ("float32 JSON").
+loop. What it costs and where the floor is: the README's "MiniLM's JSON response".
 
-Which digit counts a float32 needs (normal values): at most 6 → the nearest 6-digit decimal, at
-most one of which lies within half a unit in the last place (ulp) of the value, so trailing
-zeros make it the shortest; 9 always suffice. The first pass uses 7 (the commonest answers are 7
-and 8): a value that fails with 7 digits fails with fewer, so it goes on to 8 (then 9, which
-needs no check); a value that passes with 7 can pass with 6 only if its 7th digit is 1 or 9 —
-with d in 2..8 the nearest 6-digit decimal is at least 1.5 7-digit steps away, and half an ulp
-is under 0.6 of them (ulp / step = 0.119 * s / m, s the decimal and m the binary significand).
+Which digits a normal float32 needs: a shortest decimal of 6 digits or fewer is the nearest
+6-digit decimal (6-digit steps are wider than an ulp, so at most one lies within half an ulp of
+the value; ``%g`` drops the trailing zeros), and 9 digits always read back. The first pass
+writes 7 (the commonest answers are 7 and 8): a value that fails with 7 fails with fewer, so it
+goes on to 8 (then 9, unchecked); a value that passes with 7 can pass with 6 only if its 7th
+digit is 1 or 9 — with 2..8 the nearest 6-digit decimal is at least 1.5 7-digit steps away, and
+half an ulp is under 0.6 of one (ulp / step = 0.119 * s / m, for the decimal significand s and
+the binary one m). Powers of two, where the float below is half as far as the one above, are
+the exceptions to "nearest"; the few that matter are listed (``_NOT_NEAREST``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ class EncodedList(list):  # type: ignore[type-arg]
 # for every value under 1e-29 / 1e-4, subnormals included; NaN and inf write an "n")
 _SPECS = {"float32": ("f", 6, 7, 9, 1.1754943508222875e-38, (b"n", b"e-3", b"e-4")),
           "float16": ("e", 3, 3, 5, 6.103515625e-05, (b"n", b"e-0"))}
-# Powers of two have half the room below them (the next float down is half an ulp nearer), so
-# there the nearest decimal of a length can miss while a farther one reads back: every such
-# case in either type (tests/unit/test_float_text.py checks all powers of two against numpy).
+# At a power of two the float below is half as far as the one above, so the nearest decimal of
+# a length can miss below while one above reads back: every such case of either type
+# (tests/unit/test_float_text.py checks every power of two, and every float16, against numpy).
 _NOT_NEAREST = {"float32": {2.0 ** -96: "1.2621775e-29", 2.0 ** 87: "1.5474251e+26",
                             2.0 ** 90: "1.2379401e+27"},
                 "float16": {2.0 ** -6: "0.01563"}}
