@@ -15,8 +15,9 @@ A model whose output is already pooled (rank 2) is used as is.
 
 The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
 (output ``sentence_embedding``, named in the manifest's ``graph_outputs``), so ``postprocess``
-only reads ``.tolist()`` and ``.shape``. A model without it (a bare ``.onnx``, an artifact built
-before) gets the same math in Python, over lists.
+only reads ``.json()`` (the vectors with their shortest float32 text, written once) and
+``.shape``. A model without it (a bare ``.onnx``, an artifact built before) gets the same math
+in Python, over lists.
 """
 
 from __future__ import annotations
