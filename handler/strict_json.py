@@ -101,9 +101,13 @@ _MARKING = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_mar
 _SPLICE = _STRICT.encode(_MARKER)
 
 
+_HOLDERS = (dict, EncodedList)  # lists starting with one of these may hold EncodedLists
+
+
 def _marked(value: Any, found: list[EncodedList]) -> Any:
-    """``value`` with each ``EncodedList`` (the value itself, in objects or in lists of objects:
-    where responses put tensors) replaced by ``_MARK``; containers copied only where one was."""
+    """``value`` with each ``EncodedList`` (the value itself, in objects, in lists of objects
+    or of them: where responses put tensors) replaced by ``_MARK``; containers copied only where
+    one was. Other arrays are not searched (an array of arrays holds numbers)."""
     kind = value.__class__
     if kind is EncodedList:
         found.append(value)
@@ -111,7 +115,7 @@ def _marked(value: Any, found: list[EncodedList]) -> Any:
     count = len(found)
     if kind is dict:
         copy: Any = {k: _marked(v, found) for k, v in value.items()}
-    elif kind is list and value and value[0].__class__ is dict:
+    elif kind is list and value and value[0].__class__ in _HOLDERS:
         copy = [_marked(v, found) for v in value]
     else:
         return value

@@ -197,7 +197,7 @@ def _check_shape(tensor: Tensor, spec: TensorSpec,
 def to_json(value: Any) -> Any:
     """An output (tensor, or a sequence/map from a non-tensor output) → JSON-ready values."""
     if isinstance(value, Tensor):
-        return value.json()
+        return value.encoded_json()
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list | tuple):

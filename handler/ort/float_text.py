@@ -30,7 +30,8 @@ class EncodedList(list):  # type: ignore[type-arg]
     """A list of floats that carries its own JSON text (``text``, exactly what the standard
     encoder writes for the list, with ``null`` for each of its ``non_finite`` values):
     ``strict_json.dumps`` splices the text instead of formatting every float again. Any other
-    encoder sees a plain list. Read-only by contract: the text does not follow changes."""
+    encoder sees a plain list. Made by ``Tensor.encoded_json()`` for the handler's own codecs
+    and pipelines, which never change it: the text does not follow changes."""
 
     __slots__ = ("non_finite", "text")
 

@@ -75,15 +75,20 @@ class Tensor(NamedTuple):
         return nest(self.flat(), self.shape)
 
     def json(self) -> Any:
-        """``tolist`` for a JSON body: float32/float16 values as the shortest decimal that reads
-        back as the same float32/float16 (not float64's 17 digits). NaN and ±inf stay floats
-        (the response encoder writes them as null, and counts them). An array comes as an
-        ``EncodedList`` that carries its JSON text, so that the encoder need not format every
-        float again."""
+        """``tolist`` for a JSON body: float32/float16 values as the floats of their shortest
+        decimal that reads back as the same float32/float16 (not float64's 17 digits), so that
+        any encoder writes that decimal. NaN and ±inf stay floats (the response encoder writes
+        them as null, and counts them)."""
         if not float_text.supports(self.dtype):
             return self.tolist()
-        if not self.shape or 0 in self.shape:
-            return nest(shortest(self.flat(), self.dtype), self.shape)
+        return nest(shortest(self.flat(), self.dtype), self.shape)
+
+    def encoded_json(self) -> Any:
+        """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
+        ``strict_json.dumps`` writes instead of formatting every float again. For the handler's
+        own codecs and pipelines, which never change it (the text would not follow)."""
+        if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
+            return self.json()
         texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
         *outer, width = self.shape
         if outer:

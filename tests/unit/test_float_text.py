@@ -61,14 +61,14 @@ def test_integral_and_signed_zero_values_are_written_as_floats() -> None:
 def test_json_text_is_what_json_writes_for_its_list(shape: tuple[int, ...], dtype: str) -> None:
     array = (np.random.default_rng(3).standard_normal(shape) * 30).astype(dtype)
     array.reshape(-1)[::4] = 0
-    value = as_tensor(array).json()
+    value = as_tensor(array).encoded_json()
     assert value.text == json.dumps(value, separators=(",", ":"))
     assert np.array_equal(np.array(json.loads(value.text), dtype), array)
 
 
 def test_json_text_writes_null_for_non_finite_values() -> None:
     array = np.array([[1.5, np.nan], [np.inf, -np.inf], [1e-45, 2.0]], np.float32)
-    value = as_tensor(array).json()
+    value = as_tensor(array).encoded_json()
     assert value.text == "[[1.5,null],[null,null],[1e-45,2.0]]"
     assert value.non_finite == 3
     assert np.isnan(value[0][1]) and value[1] == [np.inf, -np.inf]  # the values stay floats

@@ -21,7 +21,7 @@ def _plain(payload: Any) -> str:
 
 def _tensor(shape: tuple[int, ...], seed: int = 0) -> Any:
     return as_tensor((np.random.default_rng(seed).standard_normal(shape) / 9)
-                     .astype(np.float32)).json()
+                     .astype(np.float32)).encoded_json()
 
 
 def _spliced(value: EncodedList) -> EncodedList:
@@ -37,6 +37,7 @@ def test_body_is_the_plain_encoding_wherever_the_lists_are() -> None:
                                         {"name": "b", "data": _tensor((3,), 1)}]},
         {"outputs": {"y": _tensor((2, 2, 2)), "z": [[1, 2]]}},
         _tensor((4,)),
+        {"outputs": {"seq": [_tensor((2,)), _tensor((3,), 2)]}},  # a sequence output
         [[1.5, _tensor((2,))]],  # inside an array of arrays: written as floats, same text
     ]
     for payload in payloads:
@@ -45,8 +46,9 @@ def test_body_is_the_plain_encoding_wherever_the_lists_are() -> None:
 
 
 def test_the_carried_text_is_what_goes_out() -> None:
-    text, _, _ = strict_json.dumps({"a": {"b": _spliced(_tensor((2,)))}, "c": "]"})
-    assert text.count(" ]") == 1 and json.loads(text)["c"] == "]"
+    text, _, _ = strict_json.dumps({"a": {"b": _spliced(_tensor((2,)))}, "c": "]",
+                                    "d": [_spliced(_tensor((1,)))]})
+    assert text.count(" ]") == 2 and json.loads(text)["c"] == "]"
 
 
 def test_a_string_holding_the_marker_falls_back_to_the_plain_encoding() -> None:
@@ -56,7 +58,7 @@ def test_a_string_holding_the_marker_falls_back_to_the_plain_encoding() -> None:
 
 
 def test_non_finite_values_are_null_and_counted_in_the_payload_as_written_too() -> None:
-    value = as_tensor(np.array([1.0, np.nan, -np.inf], np.float32)).json()
+    value = as_tensor(np.array([1.0, np.nan, -np.inf], np.float32)).encoded_json()
     text, written, non_finite = strict_json.dumps({"embeddings": value, "n": 1})
     assert text == '{"embeddings":[1.0,null,null],"n":1}' and non_finite == 2
     assert written == {"embeddings": [1.0, None, None], "n": 1}
