@@ -6,6 +6,8 @@ API Gateway's peers do not. Out: a non-finite float (a model's NaN, an FP32 over
 written as ``null`` and counted, so every response parses in JavaScript, Go or ``jq``.
 Both checks cost nothing for the common case: the C encoder refuses non-finite floats by
 itself, and a float literal can only overflow with a 3-digit exponent or 200+ digits in a row.
+Tensors' float arrays arrive as ``EncodedList``s that carry their text (written once, in
+bulk, by ``handler.ort.float_text``): the encoder splices it instead of formatting each float.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+
+from handler.ort.float_text import EncodedList
 
 # One encoder for every response (json.dumps(..., separators=...) would build one per call),
 # and its C half built once too: ``JSONEncoder.encode`` makes a new one (and a closure) per
@@ -85,7 +89,15 @@ def check_parsed(value: Any) -> None:
 
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
+    found: list[EncodedList] = []
+    marked = _marked(payload, found)
     try:
+        if found and not any(f.non_finite for f in found):
+            parts = _MARKING.encode(marked).split(_SPLICE)
+            if len(parts) == len(found) + 1:  # else a string of the payload holds the marker
+                texts = [f.text for f in found]
+                return "".join([p for pair in zip(parts, texts, strict=False) for p in pair]
+                               + [parts[-1]]), payload, 0
         return _encode(payload), payload, 0
     except ValueError:  # a NaN or ±Infinity somewhere: rebuild with nulls (rare path)
         counter = [0]
@@ -100,6 +112,41 @@ def _encode(payload: Any) -> str:
     except BaseException:
         _MARKERS.clear()  # what the failed encode left: not a cycle for the next one
         raise
+
+
+# An EncodedList becomes this marker's JSON string, then its text replaces that string.
+_MARK, _MARKER = object(), "\x00onnx-lambda encoded list\x00"
+
+
+def _marker(value: Any) -> str:
+    if value is _MARK:
+        return _MARKER
+    return json.JSONEncoder.default(_STRICT, value)  # the standard TypeError
+
+
+_MARKING = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_marker)
+_SPLICE = _STRICT.encode(_MARKER)
+
+
+_HOLDERS = (dict, EncodedList)  # lists starting with one of these may hold EncodedLists
+
+
+def _marked(value: Any, found: list[EncodedList]) -> Any:
+    """``value`` with each ``EncodedList`` (the value itself, in objects, in lists of objects
+    or of them: where responses put tensors) replaced by ``_MARK``; containers copied only where
+    one was. Other arrays are not searched (an array of arrays holds numbers)."""
+    kind = value.__class__
+    if kind is EncodedList:
+        found.append(value)
+        return _MARK
+    count = len(found)
+    if kind is dict:
+        copy: Any = {k: _marked(v, found) for k, v in value.items()}
+    elif kind is list and value and value[0].__class__ in _HOLDERS:
+        copy = [_marked(v, found) for v in value]
+    else:
+        return value
+    return copy if len(found) > count else value
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:

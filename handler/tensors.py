@@ -219,7 +219,7 @@ _is_shared = functools.lru_cache(maxsize=256)(is_shared)
 def to_json(value: Any) -> Any:
     """An output (tensor, or a sequence/map from a non-tensor output) → JSON-ready values."""
     if isinstance(value, Tensor):
-        return value.json()
+        return value.encoded_json()
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list | tuple):

@@ -75,7 +75,7 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
             item["parameters"] = {"binary_data_size": len(chunk)}
             chunks.append(chunk)
         else:
-            item["data"] = value.reshape((value.size,)).json()
+            item["data"] = value.reshape((value.size,)).encoded_json()
         items.append(item)
     body: dict[str, Any] = {"model_name": model.name, "model_version": model.version,
                             "outputs": items}

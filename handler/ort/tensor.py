@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import math
 import struct
-from math import isfinite
 from typing import Any, NamedTuple
+
+from handler.ort import float_text
+from handler.ort.float_text import EncodedList, shortest
+
+__all__ = ["DTYPES", "EncodedList", "Tensor", "as_tensor", "from_values", "nest", "shortest",
+           "zeros"]
 
 # dtype name (numpy's spelling) → (ONNX element type, struct format, item size)
 DTYPES: dict[str, tuple[int, str, int]] = {
@@ -70,12 +75,31 @@ class Tensor(NamedTuple):
         return nest(self.flat(), self.shape)
 
     def json(self) -> Any:
-        """``tolist`` for a JSON body: float32/float16 values as the shortest decimal that reads
-        back as the same float32/float16 (not float64's 17 digits). NaN and ±inf stay floats:
-        the response encoder writes them as null (and counts them)."""
-        if self.dtype not in _SHORT_DIGITS:
+        """``tolist`` for a JSON body: float32/float16 values as the floats of their shortest
+        decimal that reads back as the same float32/float16 (not float64's 17 digits), so that
+        any encoder writes that decimal. NaN and ±inf stay floats (the response encoder writes
+        them as null, and counts them)."""
+        if not float_text.supports(self.dtype):
             return self.tolist()
         return nest(shortest(self.flat(), self.dtype), self.shape)
+
+    def encoded_json(self) -> Any:
+        """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
+        ``strict_json.dumps`` writes instead of formatting every float again. For the handler's
+        own codecs and pipelines, which never change it (the text would not follow)."""
+        if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
+            return self.json()
+        texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
+        *outer, width = self.shape
+        if outer:
+            rows = [b"[" + b",".join(texts[i:i + width]) + b"]"
+                    for i in range(0, len(texts), width)]
+            for dim in reversed(outer[1:]):
+                rows = [b"[" + b",".join(rows[i:i + dim]) + b"]" for i in range(0, len(rows), dim)]
+            texts = rows
+        value = EncodedList(nest(floats, self.shape))
+        value.text, value.non_finite = (b"[" + b",".join(texts) + b"]").decode(), non_finite
+        return value
 
     def numpy(self) -> Any:
         """A numpy view of the same memory (read-only when the buffer is ``bytes``)."""
@@ -89,49 +113,6 @@ class Tensor(NamedTuple):
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape {list(self.shape)} to {list(shape)}")
         return Tensor(self.dtype, tuple(shape), self.data)
-
-
-# digit counts to try: below the first, a normal value's shortest decimal is also its nearest
-# decimal at the first count (trailing zeros dropped); the last always round-trips
-_SHORT_DIGITS = {"float32": (6, 7, 8, 9), "float16": (3, 4, 5)}
-_SMALLEST_NORMAL = {"float32": 1.1754943508222875e-38, "float16": 6.103515625e-05}
-
-
-def shortest(values: list[float], dtype: str) -> list[float]:
-    """Each float32/float16 value (widened to a Python float) → the float of its shortest
-    round-tripping decimal, so ``repr`` (and any JSON encoder) prints that decimal.
-
-    One pass per digit count over the values still unresolved: ``%`` formats the whole batch
-    in C and one ``struct`` round trip checks it; the nearest p-digit decimal round-trips
-    whenever any p-digit decimal does, so the first passing p is the shortest."""
-    fmt = DTYPES[dtype][1]
-    out = list(values)
-    tiny = _SMALLEST_NORMAL[dtype]
-    pending = [i for i, v in enumerate(values) if isfinite(v) and not 0 < abs(v) < tiny]
-    if len(pending) != len(values):  # rare: NaN/inf (kept), subnormals (coarser than normal)
-        for i, v in enumerate(values):
-            if isfinite(v) and 0 < abs(v) < tiny:
-                out[i] = next(c for c in (float(f"%.{d}g" % v) for d in range(1, 10))
-                              if struct.unpack(fmt, struct.pack(fmt, c))[0] == v)
-    *passes, last = _SHORT_DIGITS[dtype]
-    for digits in passes:
-        if not pending:
-            return out
-        subset = [values[i] for i in pending]
-        text = (f"%.{digits}g," * len(subset) % tuple(subset)).split(",")
-        candidates = list(map(float, text[:-1]))
-        back = struct.unpack(f"<{len(subset)}{fmt}", struct.pack(f"<{len(subset)}{fmt}",
-                                                                 *candidates))
-        missed = []
-        for i, original, candidate, read in zip(pending, subset, candidates, back, strict=True):
-            if read == original:
-                out[i] = candidate
-            else:
-                missed.append(i)
-        pending = missed
-    for i in pending:
-        out[i] = float(f"%.{last}g" % values[i])
-    return out
 
 
 def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:

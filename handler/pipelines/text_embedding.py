@@ -15,8 +15,9 @@ A model whose output is already pooled (rank 2) is used as is.
 
 The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
 (output ``sentence_embedding``, named in the manifest's ``graph_outputs``), so ``postprocess``
-only reads ``.tolist()`` and ``.shape``. A model without it (a bare ``.onnx``, an artifact built
-before) gets the same math in Python, over lists.
+only reads ``.encoded_json()`` (the vectors with their shortest float32 text) and
+``.shape``. A model without it (a bare ``.onnx``, an artifact built before) gets the same math
+in Python, over lists.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class TextEmbeddingPipeline(Pipeline):
             mask = [[int(t != self.pad_id) for t in row] for row in feeds["input_ids"].tolist()]
         value = outputs[self.embedding or self.output]
         # the graph's float32 vectors as their shortest decimals; Python's own math as is
-        vectors = value.json() if self.embedding else value.tolist()
+        vectors = value.encoded_json() if self.embedding else value.tolist()
         if self.embedding is None:
             if len(value.shape) == 3:
                 vectors = ([mean_pool(h, m) for h, m in zip(vectors, mask, strict=True)]

@@ -1,0 +1,66 @@
+"""``strict_json.dumps`` splices the text an ``EncodedList`` carries: the body is what the plain
+encoder writes for the same payload, in every case (found or not, non-finite values, a string
+that holds the splice marker)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from handler import strict_json
+from handler.ort.float_text import EncodedList
+from handler.ort.tensor import as_tensor
+
+
+def _plain(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), allow_nan=False)
+
+
+def _tensor(shape: tuple[int, ...], seed: int = 0) -> Any:
+    return as_tensor((np.random.default_rng(seed).standard_normal(shape) / 9)
+                     .astype(np.float32)).encoded_json()
+
+
+def _spliced(value: EncodedList) -> EncodedList:
+    """The same list with a text no encoder would write: shows that the text was used."""
+    value.text = value.text.replace("]", " ]")
+    return value
+
+
+def test_body_is_the_plain_encoding_wherever_the_lists_are() -> None:
+    payloads = [
+        {"embeddings": _tensor((2, 5)), "dimensions": 5, "tokens": [3, 4]},
+        {"model_name": "m", "outputs": [{"name": "a", "data": _tensor((6,)), "shape": [6]},
+                                        {"name": "b", "data": _tensor((3,), 1)}]},
+        {"outputs": {"y": _tensor((2, 2, 2)), "z": [[1, 2]]}},
+        _tensor((4,)),
+        {"outputs": {"seq": [_tensor((2,)), _tensor((3,), 2)]}},  # a sequence output
+        [[1.5, _tensor((2,))]],  # inside an array of arrays: written as floats, same text
+    ]
+    for payload in payloads:
+        text, written, non_finite = strict_json.dumps(payload)
+        assert text == _plain(payload) and written is payload and non_finite == 0
+
+
+def test_the_carried_text_is_what_goes_out() -> None:
+    text, _, _ = strict_json.dumps({"a": {"b": _spliced(_tensor((2,)))}, "c": "]",
+                                    "d": [_spliced(_tensor((1,)))]})
+    assert text.count(" ]") == 2 and json.loads(text)["c"] == "]"
+
+
+def test_a_string_holding_the_marker_falls_back_to_the_plain_encoding() -> None:
+    payload = {"e": _spliced(_tensor((3,))), "s": strict_json._MARKER}
+    text, _, _ = strict_json.dumps(payload)
+    assert " ]" not in text and json.loads(text)["s"] == strict_json._MARKER
+
+
+def test_non_finite_values_are_null_and_counted_in_the_payload_as_written_too() -> None:
+    value = as_tensor(np.array([1.0, np.nan, -np.inf], np.float32)).encoded_json()
+    text, written, non_finite = strict_json.dumps({"embeddings": value, "n": 1})
+    assert text == '{"embeddings":[1.0,null,null],"n":1}' and non_finite == 2
+    assert written == {"embeddings": [1.0, None, None], "n": 1}
+    assert not any(isinstance(v, float) and not math.isfinite(v)
+                   for v in written["embeddings"])
