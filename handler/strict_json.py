@@ -134,19 +134,29 @@ _HOLDERS = (dict, EncodedList)  # lists starting with one of these may hold Enco
 def _marked(value: Any, found: list[EncodedList]) -> Any:
     """``value`` with each ``EncodedList`` (the value itself, in objects, in lists of objects
     or of them: where responses put tensors) replaced by ``_MARK``; containers copied only where
-    one was. Other arrays are not searched (an array of arrays holds numbers)."""
+    one was. Other arrays are not searched (an array of arrays holds numbers), and scalars cost
+    no call: this runs on every response."""
     kind = value.__class__
     if kind is EncodedList:
         found.append(value)
         return _MARK
-    count = len(found)
     if kind is dict:
-        copy: Any = {k: _marked(v, found) for k, v in value.items()}
+        items: Any = value.items()
     elif kind is list and value and value[0].__class__ in _HOLDERS:
-        copy = [_marked(v, found) for v in value]
+        items = enumerate(value)
     else:
         return value
-    return copy if len(found) > count else value
+    copy: Any = None
+    for key, item in items:
+        held = item.__class__
+        if held is EncodedList or held is dict or (
+                held is list and item and item[0].__class__ in _HOLDERS):
+            new = _marked(item, found)
+            if new is not item:
+                if copy is None:
+                    copy = dict(value) if kind is dict else list(value)
+                copy[key] = new
+    return value if copy is None else copy
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:

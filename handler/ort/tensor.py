@@ -86,8 +86,10 @@ class Tensor(NamedTuple):
     def encoded_json(self) -> Any:
         """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
         ``strict_json.dumps`` writes instead of formatting every float again. For the handler's
-        own codecs and pipelines, which never change it (the text would not follow)."""
-        if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
+        own codecs and pipelines, which never change it (the text would not follow). A small
+        tensor stays a plain list: splicing costs more than the encoder's own few floats."""
+        if (not float_text.supports(self.dtype) or not self.shape
+                or self.size < float_text.SMALL):  # (0 in shape: size 0)
             return self.json()
         texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
         *outer, width = self.shape

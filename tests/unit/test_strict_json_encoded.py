@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from handler import strict_json
-from handler.ort.float_text import EncodedList
+from handler.ort.float_text import SMALL, EncodedList
 from handler.ort.tensor import as_tensor
 
 
@@ -20,7 +20,10 @@ def _plain(payload: Any) -> str:
 
 
 def _tensor(shape: tuple[int, ...], seed: int = 0) -> Any:
-    return as_tensor((np.random.default_rng(seed).standard_normal(shape) / 9)
+    """An EncodedList of ``shape``, its last dimension × SMALL (a smaller tensor is a plain
+    list: splicing a few floats costs more than writing them)."""
+    *outer, width = shape
+    return as_tensor((np.random.default_rng(seed).standard_normal((*outer, width * SMALL)) / 9)
                      .astype(np.float32)).encoded_json()
 
 
@@ -58,9 +61,11 @@ def test_a_string_holding_the_marker_falls_back_to_the_plain_encoding() -> None:
 
 
 def test_non_finite_values_are_null_and_counted_in_the_payload_as_written_too() -> None:
-    value = as_tensor(np.array([1.0, np.nan, -np.inf], np.float32)).encoded_json()
+    value = as_tensor(np.tile(np.array([1.0, np.nan, -np.inf], np.float32), SMALL)).encoded_json()
+    assert isinstance(value, EncodedList)
     text, written, non_finite = strict_json.dumps({"embeddings": value, "n": 1})
-    assert text == '{"embeddings":[1.0,null,null],"n":1}' and non_finite == 2
-    assert written == {"embeddings": [1.0, None, None], "n": 1}
+    assert text == '{"embeddings":[' + ",".join(["1.0,null,null"] * SMALL) + '],"n":1}'
+    assert non_finite == 2 * SMALL
+    assert written == {"embeddings": [1.0, None, None] * SMALL, "n": 1}
     assert not any(isinstance(v, float) and not math.isfinite(v)
                    for v in written["embeddings"])
