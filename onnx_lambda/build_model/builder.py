@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,8 +61,14 @@ class BuildReport:
 def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console) -> BuildReport:
     steps = Steps(console)
     staging = None
+    # SIGINT/SIGTERM held from the folder's mkdir to this name's assignment: a cancel landing in
+    # between (its handler raises) would leave the staging folder behind
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, output.SIGNALS)
     try:
-        staging = output.staging_for(target)
+        try:
+            staging = output.staging_for(target)
+        finally:  # a signal that came meanwhile is delivered here, with the name set
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
             report = _build(spec, target, staging, Path(scratch), options, steps)
         with steps.step(f"publish {target}"):
