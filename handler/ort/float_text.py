@@ -3,8 +3,10 @@
 Standard library only, and C-level throughout: every pass formats a whole batch with one bytes
 ``%`` (twice as fast as ``str``'s), parses it back with ``map(float)`` and checks it with one
 ``struct`` round trip and ``map(operator.eq)``; values are split and merged with
-``itertools.compress`` and ``list.__setitem__`` mapped over indices, never a per-value Python
-loop. What it costs and where the floor is: the README's "MiniLM's JSON response".
+``itertools.compress`` and ``list.__setitem__`` mapped over indices, no per-value Python
+loop. The exceptions go one by one (``_one_by_one``): batches under ``SMALL`` values, where the
+passes' fixed cost dominates, and the rare NaN/±inf and subnormals. What it costs and where
+the floor is: the README's "MiniLM's JSON response".
 
 Which digits a normal float32 needs: a shortest decimal of 6 digits or fewer is the nearest
 6-digit decimal (6-digit steps are wider than an ulp, so at most one lies within half an ulp of
@@ -69,23 +71,21 @@ def texts(values: list[float], dtype: str) -> tuple[list[bytes], list[float], in
     read as, NaN and ±inf kept; how many were not finite)."""
     if len(values) < SMALL:
         return _one_by_one(values, dtype)
-    fmt, _, first, last, tiny, marks = _SPECS[dtype]
+    _, _, first, _, tiny, marks = _SPECS[dtype]
     blob = _format(values, first)
     if not any(mark in blob for mark in marks) or (  # memchr speed, and a precise look after
             isfinite(sum(values)) and min(filter(None, map(abs, values)), default=tiny) >= tiny):
         found = _normal(values, dtype, blob)  # the common case: finite, no subnormals
         non_finite = 0
-    else:  # rare: NaN/±inf (null), subnormals (coarser than normal values: tried from 1 digit)
+    else:  # rare: NaN/±inf (null) and subnormals (coarser than normal values) go one by one
         found = [b"null"] * len(values), list(values)
-        regular = [i for i, v in enumerate(values) if isfinite(v) and not 0 < abs(v) < tiny]
+        usual = [isfinite(v) and not 0 < abs(v) < tiny for v in values]
+        regular = list(compress(range(len(values)), usual))
         subset = [values[i] for i in regular]
         _scatter(found, regular, _normal(subset, dtype, _format(subset, first)))
-        for i, v in enumerate(values):
-            if isfinite(v) and 0 < abs(v) < tiny:
-                found[0][i] = next(text for text in (b"%.*g" % (d, v) for d in range(1, last + 1))
-                                   if _reads_back(float(text), v, fmt))
-                found[1][i] = float(found[0][i])
-        non_finite = sum(not isfinite(v) for v in values)
+        others = list(compress(range(len(values)), map(not_, usual)))
+        *written, non_finite = _one_by_one([values[i] for i in others], dtype)
+        _scatter(found, others, written)
     return found[0], found[1], non_finite
 
 
@@ -204,7 +204,3 @@ def _as_repr(texts_: list[bytes], floats: list[float], fixed_below: float) -> No
         hits = compress(range(len(floats)), map(float.is_integer, floats))
     for i in hits:
         texts_[i] = repr(floats[i]).encode()
-
-
-def _reads_back(candidate: float, value: float, fmt: str) -> bool:
-    return struct.unpack(fmt, struct.pack(fmt, candidate))[0] == value
