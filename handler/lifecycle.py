@@ -18,7 +18,10 @@ import os
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def stop_cleanly_on_sigterm(log: Callable[..., Any]) -> None:

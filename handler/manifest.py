@@ -17,11 +17,16 @@ misread (a renamed or re-typed field, a new required one) bumps it, and a runtim
 manifest newer than its own version.
 """
 
-# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
-# cost typing one compile() each at every cold start (~75 K instructions a field).
+from __future__ import annotations
+
 import json
 import os
-from typing import Any, NamedTuple
+
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILENAME = "model.json"
 MODEL_SUFFIXES = (".onnx", ".ort")  # what a model file is named (a bare one, or in a folder)
@@ -37,7 +42,7 @@ class TensorInfo(NamedTuple):
     shape: tuple[int | str | None, ...]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TensorInfo":
+    def from_dict(cls, data: dict[str, Any]) -> TensorInfo:
         return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]))
 
 
@@ -66,7 +71,7 @@ class Manifest(NamedTuple):
     gpu: dict[str, Any] = {}  # noqa: RUF012
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Manifest":
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
         version = data.get("format_version", FORMAT_VERSION)
         if version > FORMAT_VERSION:
             raise ValueError(f"manifest format {version} is newer than this runtime's "
@@ -104,7 +109,7 @@ class Manifest(NamedTuple):
 
     # Folders as str or os.PathLike: pathlib stays off the cold path (see handler.artifact).
     @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> "Manifest":
+    def load(cls, folder: str | os.PathLike[str]) -> Manifest:
         with open(os.path.join(folder, FILENAME), encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
 

@@ -12,17 +12,21 @@ Session options (measured by the handler benchmark's session-option sweep; READM
 The session is ONNX Runtime's C library through ``handler.ort`` (no numpy, no Python binding).
 """
 
-# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
-# cost typing one compile() each at every cold start (~75 K instructions a field).
+from __future__ import annotations
+
 import math
 import os
-from typing import Any, NamedTuple
 
 from handler.artifact import Artifact
 from handler.errors import InferenceError, ModelLoadError
 from handler.ort import capi
 from handler.ort.providers import Choice
 from handler.ort.session import Session, ValueInfo
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MB_PER_VCPU = 1769
 MAX_VCPUS = 6

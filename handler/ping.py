@@ -4,7 +4,10 @@ as business traffic."""
 from __future__ import annotations
 
 import math
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_HOLD_MS = 1000
 

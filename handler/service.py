@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict, deque
-from typing import Any
 
 from handler import ping, routes, sources, tensors
 from handler.codecs import npy, simple, v2
@@ -29,6 +28,10 @@ from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
 from handler.telemetry import StageTimer, Telemetry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000

@@ -5,11 +5,16 @@ Resolution order: explicit keyword argument > environment mapping > default. The
 passed in as a mapping (never read at import time here), so tests need no module reloads.
 """
 
-# No ``from __future__ import annotations`` here: a NamedTuple's fields annotated as strings
-# cost typing one compile() each at every cold start (~75 K instructions a field).
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFIX = "ONNX_LAMBDA_"
 LAMBDA_MAX_SYNC_PAYLOAD = 6 * 1024 * 1024
@@ -133,7 +138,7 @@ class Settings(NamedTuple):
     unknown: tuple[str, ...] = ()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         for var in VARIABLES:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from handler.ort.float_text import EncodedList
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # One encoder for every response (json.dumps(..., separators=...) would build one per call),
 # and its C half built once too: ``JSONEncoder.encode`` makes a new one (and a closure) per

@@ -15,9 +15,12 @@ import json
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any, TextIO
 
 from handler.metric_names import COLD_START, INIT_METRICS, STAGE_METRICS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}

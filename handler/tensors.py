@@ -13,12 +13,16 @@ import functools
 import struct
 from collections.abc import Iterable, Mapping
 from itertools import chain
-from typing import Any, NamedTuple
 
 from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
 from handler.ort.tensor import Tensor, as_tensor
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # element type → array typecode (bool and float16 are packed by bytes() / struct)
 _TYPECODES = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h",

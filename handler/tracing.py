@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from aws_xray_sdk.core import xray_recorder  # the reason this module is imported lazily
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The consecutive stages of StageTimer, in the order they run ("queue" precedes the invocation
 # and "total" spans them all: both are annotations, not subsegments).

@@ -14,7 +14,6 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from typing import Any
 
 from handler import tensors
 from handler.codecs.shapes import is_shape
@@ -22,6 +21,10 @@ from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import NPY, Request, Response
 from handler.model import Model
 from handler.ort.tensor import DTYPES, Tensor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"\x93NUMPY"
 # descr kind + size → element type name

@@ -3,7 +3,10 @@ sized from them."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 MAX_RANK = 64  # numpy's
 MAX_DIM = 2**63 - 1  # numpy's intp: a bigger dim cannot exist, and 64 of them made math.prod,

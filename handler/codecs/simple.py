@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from handler import strict_json
 from handler.errors import BadRequestError
 from handler.http import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parse_json(request: Request) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 from handler import strict_json, tensors
 from handler.codecs.shapes import MAX_DIM, MAX_RANK, is_shape
@@ -16,6 +15,11 @@ from handler.errors import BadRequestError, InferenceError, InvalidInputError
 from handler.http import OCTET, Request, Response
 from handler.model import DATATYPES, Model
 from handler.ort.tensor import DTYPES, Tensor
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HEADER_LENGTH = "inference-header-content-length"
 

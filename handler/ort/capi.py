@@ -13,7 +13,10 @@ import ctypes
 import os
 import sys
 from ctypes import POINTER, byref, c_char_p, c_int, c_int64, c_size_t, c_uint32, c_void_p
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Version 13 (onnxruntime 1.13) has every function used here; a newer library serves it too.
 API_VERSION = 13

@@ -25,7 +25,10 @@ import struct
 from itertools import compress
 from math import isfinite
 from operator import eq, itemgetter, not_
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class EncodedList(list):  # type: ignore[type-arg]

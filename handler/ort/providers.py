@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from ctypes import POINTER, byref, c_char_p, c_int, c_void_p
-from typing import NamedTuple
 
 from handler.ort import capi
+from handler.records import NamedTuple
 
 SETTINGS = ("auto", "cpu", "cuda")
 CUDA_PROVIDER = "CUDAExecutionProvider"

@@ -20,10 +20,14 @@ from ctypes import (
     c_void_p,
     string_at,
 )
-from typing import Any, NamedTuple
 
 from handler.ort import capi, providers
 from handler.ort.tensor import BY_ELEMENT_TYPE, DTYPES, Tensor, as_tensor
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ValueInfo(NamedTuple):

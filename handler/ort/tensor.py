@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, NamedTuple
 
 from handler.ort import float_text
 from handler.ort.float_text import EncodedList, shortest
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DTYPES", "EncodedList", "Tensor", "as_tensor", "from_values", "nest", "shortest",
            "zeros"]

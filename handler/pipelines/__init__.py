@@ -6,10 +6,13 @@ Built-ins are imported on demand so a model only pays for the pipeline it uses.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from handler.model import Model
 from handler.pipelines.base import Pipeline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BUILTIN = {
     "tensor": "handler.pipelines.tensor",

@@ -9,10 +9,13 @@ Protocol V2 and ``.npy`` routes are tensor-level and bypass pipelines.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from handler.model import Model
 from handler.ort.tensor import Tensor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Pipeline:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from handler.errors import InferenceError, InvalidInputError, ModelLoadError
 from handler.model import Model
 from handler.pipelines.tensor import TensorPipeline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TOP_K = 5
 GRAPH_ROLES = ("probabilities", "scores", "indices")

@@ -7,13 +7,16 @@ response ``{"outputs": {"y": [[...]]}}``. ``parameters.outputs`` may list the ou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from handler import tensors
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
 from handler.ort.tensor import Tensor, zeros
 from handler.pipelines.base import Pipeline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class TensorPipeline(Pipeline):

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from handler.errors import InvalidInputError, ModelLoadError
 from handler.model import Model
 from handler.ort.tensor import Tensor, from_values
 from handler.pipelines.base import Pipeline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REQUIREMENTS_HINT = "pip install -r layers/requirements-text.txt (the tokenizers package)"
 PREDATES = ("the model has no pooling in its graph (a bare model, or built before build-model "

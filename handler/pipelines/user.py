@@ -16,12 +16,15 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 from handler.errors import ModelLoadError
 from handler.model import Model
 from handler.ort.tensor import Tensor
 from handler.pipelines.tensor import TensorPipeline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class UserPipeline(TensorPipeline):

@@ -6,14 +6,16 @@ event is the body). Add your own with ``register``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.sources.alb import ALB
 from handler.sources.base import EventSource
 from handler.sources.direct import DIRECT
 from handler.sources.function_url import FUNCTION_URL
 from handler.sources.http_api import HTTP_API
 from handler.sources.rest_api import REST_API
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCES: list[EventSource] = [FUNCTION_URL, HTTP_API, REST_API, ALB]
 

@@ -3,8 +3,6 @@ multi-value headers back when the target group enabled them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.http import Request, Response
 from handler.sources.base import (
     body_of,
@@ -15,6 +13,10 @@ from handler.sources.base import (
     mapping,
     path_of,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AlbSource:

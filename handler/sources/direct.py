@@ -7,9 +7,11 @@ errors come back as ``{"error": {...}, "requestId"}`` too, so a caller checks on
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.http import Request, Response
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class DirectSource:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.sources.http_api import HttpApiSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class FunctionUrlSource(HttpApiSource):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.http import NO_BODY, Request, Response
 from handler.sources.base import (
     body_of,
@@ -15,6 +13,10 @@ from handler.sources.base import (
     query_of,
     strip_stage,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class HttpApiSource:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from handler.http import Request, Response
 from handler.sources.base import (
     body_of,
@@ -14,6 +12,10 @@ from handler.sources.base import (
     path_of,
     query_of,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RestApiSource:

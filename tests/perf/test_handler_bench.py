@@ -33,3 +33,28 @@ def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
     for target in TARGETS:
         assert instructions(["--child", target, "--model", str(model_dir / "linear.onnx"),
                              "--n2", "3"]) == 0
+
+
+def test_cold_instructions_programs_run_to_their_first_inference(model_dir: Path) -> None:
+    """What callgrind runs for each cold target (valgrind itself takes minutes: left out of
+    this tier): every ``-c`` program starts as ``bench.cold`` starts its children and reaches its
+    first inference — each prints its own report line (the floors' marks, our init log)."""
+    import json
+    import os
+    import subprocess
+
+    from onnx_lambda.bench import cold
+    from onnx_lambda.bench.cold_instructions import BARE, statements
+    from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, prepare
+    from onnx_lambda.source_tree import root
+
+    subject = prepare(model_dir / "linear.onnx")
+    programs = statements(subject, 1769)
+    assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS}
+    prefix, base = cold.interpreter()
+    env = {**os.environ, **base, **subject.environment(1769), "ONNX_LAMBDA_LOG_LEVEL": "info"}
+    for name in (FLOOR, CAPI_FLOOR, OURS):
+        out = subprocess.run([*prefix, "-c", programs[name]], cwd=root(), env=env, check=True,
+                             capture_output=True, text=True)
+        line = json.loads((out.stdout or out.stderr).strip().splitlines()[-1])
+        assert ("first-request" in line) if name != OURS else line["message"] == "initialized"

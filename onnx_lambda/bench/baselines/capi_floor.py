@@ -20,10 +20,13 @@ _T0 = time.perf_counter()
 import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
-from typing import Any  # noqa: E402
 
 from handler.ort.session import Session  # noqa: E402  (timed: ctypes and the binding)
 from handler.ort.tensor import from_values  # noqa: E402
+
+TYPE_CHECKING = False  # no ``typing`` at run time: the floor imports the least it needs
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _flat(value: Any) -> tuple[tuple[int, ...], list[Any]]:
