@@ -129,14 +129,16 @@ def probe(subject: Subject, module: str, memory_mb: int,
 
 
 class InvokeClient:
-    """The Lambda Invoke API over one persistent HTTP connection (as boto3 would use it)."""
+    """The Lambda Invoke API over one persistent HTTP connection (as boto3 would use it).
+    ``throttled_ok``: a 429 (no free environment) answers ``None`` instead of raising."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, throttled_ok: bool = False) -> None:
         parts = urlsplit(url)
         self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
                                                timeout=120)
+        self.throttled_ok = throttled_ok
 
-    def invoke(self, payload: bytes) -> tuple[float, dict[str, float], bytes, str]:
+    def invoke(self, payload: bytes) -> tuple[float, dict[str, float], bytes, str] | None:
         """(client-observed ms, REPORT fields, response payload, the REPORT's CPU limit)."""
         started = time.perf_counter()
         self.conn.request("POST", INVOKE_PATH, body=payload,
@@ -144,6 +146,8 @@ class InvokeClient:
         response = self.conn.getresponse()
         body = response.read()
         wall = (time.perf_counter() - started) * 1e3
+        if response.status == 429 and self.throttled_ok:
+            return None
         if response.status != 200 or response.getheader("X-Amz-Function-Error"):
             raise RuntimeError(f"invoke: HTTP {response.status}: {body[:500]!r}")
         tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
@@ -166,12 +170,14 @@ def emulated(subject: Subject, module: str, memory_mb: int, warm: int = 5,
                           memory_mb=memory_mb, cpu_limit=cpu_limit) as server:
         client = InvokeClient(server.url)
         try:
-            wall, report, body, cpu = client.invoke(payload)
+            first = client.invoke(payload)
+            assert first is not None  # (only a throttled_ok client answers None)
+            wall, report, body, cpu = first
             answer = json.loads(body)
             status = answer.get("statusCode")
             if status != 200:
                 raise RuntimeError(f"{module}: first response {status}: {body[:300]!r}")
-            warm_runs = [client.invoke(payload) for _ in range(warm)]
+            warm_runs = [run for _ in range(warm) if (run := client.invoke(payload))]
         finally:
             client.close()
     if "Init Duration" not in report:

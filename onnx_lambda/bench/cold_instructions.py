@@ -58,10 +58,12 @@ def main_thread(program: str, env: dict[str, str], folder: Path) -> int:
     """Instructions the main thread of ``python -S -c program`` executes, start to exit."""
     out = folder / "callgrind.out"
     prefix, base = cold.interpreter()
-    subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
-                    f"--callgrind-out-file={out}", *prefix, "-c", program],
-                   check=True, capture_output=True, cwd=root(),
-                   env={**os.environ, **base, **env, "PYTHONHASHSEED": "0"})
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                           f"--callgrind-out-file={out}", *prefix, "-c", program],
+                          capture_output=True, text=True, cwd=root(),
+                          env={**os.environ, **base, **env, "PYTHONHASHSEED": "0"})
+    if done.returncode:
+        raise RuntimeError(f"{program!r} failed under callgrind: {done.stderr[-1500:]}")
     found = _TOTALS.search(Path(f"{out}-01").read_text())
     if found is None:
         raise RuntimeError(f"{out}-01: no totals line")

@@ -22,8 +22,6 @@ within ``tolerance`` of it tie (timings here swing), and a tie goes to fewer pro
 
 from __future__ import annotations
 
-import base64
-import http.client
 import json
 import math
 import threading
@@ -33,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from onnx_lambda.bench import servers
-from onnx_lambda.bench.cold import INVOKE_PATH, report_fields
+from onnx_lambda.bench.cold import InvokeClient
 from onnx_lambda.bench.cost import PriceTable
 from onnx_lambda.bench.managed import MEMORY_RESERVE, Instance, managed_terms
 from onnx_lambda.bench.process_memory import rollup
@@ -101,33 +99,6 @@ def cost_per_million(prices: PriceTable, inst: Instance, vcpus: int, rps: float,
     return per_env_hour / requests_per_hour * 1e6 + float(terms["request_per_million"])
 
 
-class _Invoker:
-    """The Invoke API over one keep-alive connection; ``None`` for a throttled call."""
-
-    def __init__(self, url: str) -> None:
-        host, _, port = url.split("://", 1)[1].partition(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
-
-    def invoke(self, payload: bytes) -> tuple[float, float, bytes] | None:
-        """(client ms, REPORT duration ms, body), or None when throttled."""
-        started = time.perf_counter()
-        self.conn.request("POST", INVOKE_PATH, body=payload,
-                          headers={"X-Amz-Log-Type": "Tail"})
-        response = self.conn.getresponse()
-        body = response.read()
-        wall = (time.perf_counter() - started) * 1e3
-        if response.status == 429:
-            return None
-        if response.status != 200 or response.getheader("X-Amz-Function-Error"):
-            raise RuntimeError(f"invoke: HTTP {response.status}: {body[:300]!r}")
-        tail = base64.b64decode(response.getheader("X-Amz-Log-Result") or "").decode(
-            errors="replace")
-        return wall, report_fields(tail).get("Duration", math.nan), body
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 def _parallel(count: int, work: Callable[[int], None]) -> list[BaseException]:
     errors: list[BaseException] = []
 
@@ -152,7 +123,7 @@ def wait_for_workers(url: str, processes: int, timeout_s: float) -> None:
     answers: list[str | None] = [None] * processes
 
     def one(i: int) -> None:
-        client = _Invoker(url)
+        client = InvokeClient(url, throttled_ok=True)
         try:
             got = client.invoke(ping)
             answers[i] = None if got is None else json.loads(got[2])["environmentId"]
@@ -183,7 +154,7 @@ def drive(url: str, payload: bytes, *, concurrency: int, requests: int,
     deadline = time.monotonic() + timeout_s
 
     def client(_: int) -> None:
-        invoker = _Invoker(url)
+        invoker = InvokeClient(url, throttled_ok=True)
         try:
             while time.monotonic() < deadline:
                 with lock:
@@ -197,7 +168,7 @@ def drive(url: str, payload: bytes, *, concurrency: int, requests: int,
                         left[0] += 1  # not served: still owed
                     else:
                         client_ms.append(got[0])
-                        durations.append(got[1])
+                        durations.append(got[1].get("Duration", math.nan))
                 if got is None:
                     time.sleep(RETRY_PAUSE_S)
         finally:
