@@ -94,7 +94,7 @@ _FUNCTIONS: dict[str, tuple[int, Any, tuple[Any, ...]]] = {
 }
 
 # enum ONNXType
-TYPE_TENSOR, TYPE_SEQUENCE, TYPE_MAP, TYPE_OPTIONAL = 1, 2, 3, 6
+TYPE_TENSOR, TYPE_SEQUENCE, TYPE_MAP = 1, 2, 3
 # enum GraphOptimizationLevel
 OPTIMIZATION_LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
 ORT_SEQUENTIAL = 0

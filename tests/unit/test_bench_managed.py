@@ -123,6 +123,8 @@ def test_price_command_prints_the_three_options_and_the_break_even(
             if line.startswith("| ") and "option" not in line]
     assert rows == ["on-demand", "provisioned", "managed-instances"]
     assert "cost less than on-demand above 594 rps mean" in text
+    # the echoed command names what shaped the result: no process count for a given RSS
+    assert "--rss-mb 100.0" in text and "--measure-processes" not in text
     saved = json.loads(out.read_text())
     assert saved["break_even_rps"]["on-demand"] == pytest.approx(594, abs=1)
     with pytest.raises(SystemExit, match="does not fit"):

@@ -21,7 +21,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "per-process RSS x processes as the memory budget), cheapest first, and "
                     "say where Managed Instances break even.")
     add_arguments(price)
-    price.set_defaults(func=lambda args: run(args, command_line(args)))
+    price.set_defaults(func=lambda args: run(args, command_line(_used(args))))
+
+
+def _used(args: argparse.Namespace) -> argparse.Namespace:
+    """The options that shaped the result: ``--measure-processes`` only goes with ``--model``."""
+    return (argparse.Namespace(**{**vars(args), "measure_processes": None})
+            if args.model is None else args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
