@@ -15,7 +15,10 @@ run). Every target is a ``-c`` statement, so that none pays for ``runpy`` or a p
   portable model with default options, one run);
 - C-API floor: ``baselines.capi_floor``'s ``main`` (ctypes over libonnxruntime, the file ours
   loads with ours' session options and threads, one run);
-- onnx-lambda: ``import handler.app`` (settings, artifact, session, pipeline, warm-up).
+- onnx-lambda: ``import handler.app`` (settings, artifact, session, pipeline, warm-up), on the
+  artifact relabelled as a tensor pipeline, as ``onnx-lambda bench`` serves it (the floors run
+  no pipeline); for an artifact with a pipeline of its own (a classifier's labels, MiniLM's
+  tokenizer), a second row serves it as built (``OURS_AS_BUILT``).
 The floors print their report line after their last mark and ours its ``initialized`` log
 line; both are counted (a few hundred thousand instructions). ``PYTHONHASHSEED=0``.
 """
@@ -30,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from handler.manifest import Manifest
 from handler.model import threads_for, visible_cpus
 from onnx_lambda.bench import cold
 from onnx_lambda.bench.bytecode import compile_shipped
@@ -37,21 +41,28 @@ from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, Subject, prepare
 from onnx_lambda.source_tree import root
 
 BARE = "bare interpreter"
+OURS_AS_BUILT = f"{OURS}, its own pipeline"
 _TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
 
 
-def statements(subject: Subject, memory_mb: int) -> dict[str, str]:
-    """Each target's ``python -S -c`` program."""
+def statements(subject: Subject, memory_mb: int) -> dict[str, tuple[str, dict[str, str]]]:
+    """Each target's ``python -S -c`` program and the variables it runs with (on top of
+    ``Subject.environment``)."""
     threads = threads_for(memory_mb, visible_cpus())
     capi = (str(subject.runtime_file), str(subject.request_file),
             subject.runtime_optimization, threads)
-    return {
-        BARE: "pass",
-        FLOOR: "from onnx_lambda.bench.baselines.floor import main; "
-               f"main({str(subject.portable)!r}, {str(subject.request_file)!r})",
-        CAPI_FLOOR: f"from onnx_lambda.bench.baselines.capi_floor import main; main{capi!r}",
-        OURS: "import handler.app",
+    targets = {
+        BARE: ("pass", {}),
+        FLOOR: ("from onnx_lambda.bench.baselines.floor import main; "
+                f"main({str(subject.portable)!r}, {str(subject.request_file)!r})", {}),
+        CAPI_FLOOR: (f"from onnx_lambda.bench.baselines.capi_floor import main; main{capi!r}",
+                     {}),
+        OURS: ("import handler.app", {}),
     }
+    if subject.source.is_dir() and Manifest.load(subject.source).pipeline != "tensor":
+        targets[OURS_AS_BUILT] = ("import handler.app",
+                                  {"ONNX_LAMBDA_MODEL": str(subject.source.resolve())})
+    return targets
 
 
 def main_thread(program: str, env: dict[str, str], folder: Path) -> int:
@@ -76,9 +87,9 @@ def measure(subject: Subject, memory_mb: int, repeat: int) -> dict[str, int]:
     env = {**subject.environment(memory_mb), "ONNX_LAMBDA_LOG_LEVEL": "warning"}
     best: dict[str, int] = {}
     for _ in range(repeat):
-        for name, program in statements(subject, memory_mb).items():
+        for name, (program, variables) in statements(subject, memory_mb).items():
             with tempfile.TemporaryDirectory() as folder:
-                count = main_thread(program, env, Path(folder))
+                count = main_thread(program, {**env, **variables}, Path(folder))
             best[name] = min(best.get(name, count), count)
     return best
 

@@ -35,7 +35,7 @@ def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
                              "--n2", "3"]) == 0
 
 
-def test_cold_instructions_programs_run_to_their_first_inference(model_dir: Path) -> None:
+def test_cold_instructions_programs_run_to_their_first_inference(tmp_path: Path) -> None:
     """What callgrind runs for each cold target (valgrind itself takes minutes: left out of
     this tier): every ``-c`` program starts as ``bench.cold`` starts its children and reaches its
     first inference — each prints its own report line (the floors' marks, our init log)."""
@@ -44,17 +44,26 @@ def test_cold_instructions_programs_run_to_their_first_inference(model_dir: Path
     import subprocess
 
     from onnx_lambda.bench import cold
-    from onnx_lambda.bench.cold_instructions import BARE, statements
+    from onnx_lambda.bench.cold_instructions import BARE, OURS_AS_BUILT, statements
     from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, prepare
+    from onnx_lambda.cli import main
     from onnx_lambda.source_tree import root
 
-    subject = prepare(model_dir / "linear.onnx")
+    assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
+    subject = prepare(tmp_path / "digits")  # a classifier: also served as built
     programs = statements(subject, 1769)
-    assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS}
+    assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT}
     prefix, base = cold.interpreter()
     env = {**os.environ, **base, **subject.environment(1769), "ONNX_LAMBDA_LOG_LEVEL": "info"}
-    for name in (FLOOR, CAPI_FLOOR, OURS):
-        out = subprocess.run([*prefix, "-c", programs[name]], cwd=root(), env=env, check=True,
-                             capture_output=True, text=True)
+    for name in (FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT):
+        program, variables = programs[name]
+        out = subprocess.run([*prefix, "-c", program], cwd=root(), env={**env, **variables},
+                             check=True, capture_output=True, text=True)
         line = json.loads((out.stdout or out.stderr).strip().splitlines()[-1])
-        assert ("first-request" in line) if name != OURS else line["message"] == "initialized"
+        if name in (FLOOR, CAPI_FLOOR):
+            assert "first-request" in line
+        else:
+            assert line["message"] == "initialized" and line["model"] == "digits"
+    # as built: the artifact itself; else the relabelled copy the floors' request fits
+    assert programs[OURS_AS_BUILT][1] == {"ONNX_LAMBDA_MODEL": str(tmp_path / "digits")}
+    assert programs[OURS][1] == {} and subject.model != tmp_path / "digits"
