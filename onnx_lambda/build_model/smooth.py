@@ -121,6 +121,8 @@ def _activation_maxima(model: onnx.ModelProto, tensors: list[str],
     maxima: dict[str, np.ndarray] = {}
     for feeds in calibration:
         for name, value in zip(tensors, session.run(tensors, feeds), strict=True):
+            if not value.size:  # an empty batch tells nothing
+                continue
             channel = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
             maxima[name] = np.maximum(maxima[name], channel) if name in maxima else channel
     return maxima
