@@ -190,3 +190,14 @@ def test_bad_smooth_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = " ".join(capsys.readouterr().err.split())
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_smoothing_calibrates_on_a_calibration_file_too(tmp_path: Path) -> None:
+    source = outlier_block(tmp_path / "block.onnx")
+    np.savez(tmp_path / "more.npz", x=feeds((16, WIDTH), seed=3)[0]["x"])
+    counts = []
+    for name, extra in (("own", ()), ("file", ("--calibration", str(tmp_path / "more.npz")))):
+        assert build(source, tmp_path / name, *GATE, "--smooth", "0.5", *extra) == 0
+        counts.append(Manifest.load(tmp_path / name).metadata["quantization"]["smoothing"][
+            "calibration_samples"])
+    assert counts[1] == counts[0] + 1
