@@ -201,8 +201,12 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     smoothing = None
     if settings.smoothing:  # once: every attempt below quantizes the same smoothed graph
         smoothed = target.with_name(f"{target.stem}.smoothed.onnx")
-        smoothing = smooth.smooth(source, smoothed, names, settings.smoothing,
-                                  calibration).to_dict()
+        try:
+            smoothing = smooth.smooth(source, smoothed, names, settings.smoothing,
+                                      calibration).to_dict()
+        except Exception as exc:  # onnxruntime refusing the calibration run, an odd graph
+            raise QuantizeError(f"--smooth cannot smooth this model ({type(exc).__name__}: "
+                                f"{str(exc)[:300]}); build without --smooth.") from exc
         source = smoothed
     attempts: list[tuple[int, Accuracy]] = []
 

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from handler.manifest import Manifest
 from onnx_lambda.build_model import quantize, smooth
+from onnx_lambda.build_model.errors import QuantizeError
 from onnx_lambda.build_model.gate import Accuracy, Thresholds
 from onnx_lambda.cli import main
 from onnx_lambda.tiny_models import save
@@ -201,3 +202,11 @@ def test_smoothing_calibrates_on_a_calibration_file_too(tmp_path: Path) -> None:
         counts.append(Manifest.load(tmp_path / name).metadata["quantization"]["smoothing"][
             "calibration_samples"])
     assert counts[1] == counts[0] + 1
+
+
+def test_a_calibration_run_onnxruntime_refuses_is_a_clear_error(tmp_path: Path) -> None:
+    source = outlier_block(tmp_path / "block.onnx")
+    settings = quantize.QuantizeSettings(method="int8-dynamic", smooth=0.5)
+    with pytest.raises(QuantizeError, match="--smooth cannot smooth this model"):
+        quantize.tune(source, tmp_path / "q.onnx", settings, lambda _: Accuracy(1, 1, 0, None, 1),
+                      Thresholds(), calibration=[{"x": np.ones((2, 7), np.float32)}])
