@@ -251,6 +251,8 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
                    "graph": result.graph, "tuned_on": quant_methods.cpu()}
         if settings.label in quant_methods.CALIBRATED:
             applied["calibration_samples"] = len(calibration)
+        if result.smoothing:
+            applied["smoothing"] = result.smoothing
         if auto:
             applied["auto"] = {"objective": options.objective, "budget_s": options.budget_s,
                                "tries": chosen.tries}
@@ -297,7 +299,7 @@ def _overridden(settings: quantize.QuantizeSettings, options: BuildOptions
     """``settings`` with what the command line sets."""
     changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
                "algo": options.algo, "block_size": options.block_size,
-               "symmetric": options.symmetric}
+               "symmetric": options.symmetric, "smooth": options.smooth}
     return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from handler.artifact import Artifact
 from handler.model import Model
-from onnx_lambda.build_model import measure, quant_methods, quantize
+from onnx_lambda.build_model import measure, optimize, quant_methods, quantize
 from onnx_lambda.build_model.errors import AccuracyGateError, BuildError, NothingToQuantizeError
 from onnx_lambda.build_model.gate import Feeds, Thresholds
 
@@ -52,7 +52,8 @@ def choose(source: Path, work: Path, candidates: Sequence[quantize.QuantizeSetti
            on_attempt: Callable[[str], None]) -> Chosen:
     """``candidates``: the settings to try, in order (``menu``, or an example's own set).
     ``level``: the offline optimization the artifact gets (each passing try is measured at it,
-    one thread, batch 1: QDQ and MatMulNBits fusions happen there), all of them interleaved
+    one thread, batch 1, optimized offline as the artifact is: QDQ and MatMulNBits fusions
+    happen there, ``optimize.UNFUSED`` does not), all of them interleaved
     once every try is done; latency compares their CPU time (``measure.interleaved``)."""
     start = time.monotonic()
     tries: list[dict[str, Any]] = []
@@ -93,8 +94,12 @@ def choose(source: Path, work: Path, candidates: Sequence[quantize.QuantizeSetti
         raise AccuracyGateError(f"--quantize auto: no method passed the accuracy gate "
                                 f"({time.monotonic() - start:.0f} s).\nTries:\n{lines}\n"
                                 "Loosen the gate, or build without --quantize.")
-    models = [Model(Artifact(chosen.path, None, False), threads=1, graph_optimization=level)
-              for _, chosen in passed]
+    models = []
+    for _, chosen in passed:  # optimized offline as the artifact will be (optimize.UNFUSED)
+        optimized = chosen.path.with_name(f"{chosen.path.stem}.opt.onnx")
+        optimize.optimize_offline(chosen.path, optimized, level)
+        models.append(Model(Artifact(optimized, None, True), threads=1,
+                            graph_optimization="disable"))
     for (row, _), (wall, cpu) in zip(passed, measure.interleaved(models, feeds), strict=True):
         row |= {"p50_ms": round(wall, 4), "cpu_ms": round(cpu, 4)}
         on_attempt(f"{row['method']}: p50 {wall:.3f} ms (CPU {cpu:.3f} ms)")

@@ -15,6 +15,9 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
 - ``fp16``: weights and compute in float16 with fp32 inputs/outputs, sensitive ops (``
   KEEP_FP32_OPS``) and ``exclude`` kept in fp32. On a CPU without fp16 kernels onnxruntime runs
   them through inserted casts: the gate still holds, the latency figure tells.
+
+Any method but fp16 may smooth first (``--smooth ALPHA``, ``smooth.py``): the graph it quantizes
+is then the SmoothQuant-rescaled one, exact in fp32.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers loa
 
 METHODS = ("int8-dynamic", "int8-static", "int4", "fp16", "int8-mixed")
 ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
+# The methods ``--smooth`` applies to (smooth.py: it helps integer activations and weights).
+SMOOTHED = ("int8-dynamic", "int8-mixed", "int8-static", "int4")
 # The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
 CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.

@@ -23,7 +23,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from onnx_lambda.build_model import quant_methods
+from onnx_lambda.build_model import quant_methods, smooth
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -47,6 +47,12 @@ class QuantizeSettings:
     block_size: int = BLOCK_SIZE  # int4, int8-mixed: weights per block along K (a power of 2 ≥ 16)
     symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
+    smooth: float = 0.0  # SmoothQuant's alpha before quantizing (``smooth``); 0: off
+
+    @property
+    def smoothing(self) -> float:
+        """The alpha this method smooths with (0: none; fp16 does not)."""
+        return self.smooth if self.method in quant_methods.SMOOTHED else 0.0
 
     @property
     def label(self) -> str:
@@ -61,7 +67,7 @@ class QuantizeSettings:
         """The label, with what sets this try apart from another of the same method (``auto``'s
         table), where it is not the default: ``int8-mixed (block 128, 4 recorded node(s) left
         out)``."""
-        parts = []
+        parts = [f"smooth {self.smoothing:g}"] if self.smoothing else []
         if self.method in ("int4", "int8-mixed") and (self.block_size, self.symmetric) != (
                 BLOCK_SIZE, False):
             parts.append(f"block {self.block_size}{' symmetric' if self.symmetric else ''}")
@@ -99,6 +105,7 @@ class QuantizeResult:
     fp32: tuple[str, ...] = ()  # the candidates the file still computes in fp32
     # precision ("int8", "int8 (qdq)", "int4", "fp16", "fp32") → op type → nodes, whole graph
     graph: dict[str, dict[str, int]] = field(default_factory=dict)
+    smoothing: dict[str, object] | None = None  # smooth.Smoothing.to_dict(), when smoothed
 
     @property
     def quantized(self) -> int:
@@ -191,6 +198,16 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
     held = quant_methods.held(settings.method)
     inputs = {i.name for i in model.graph.input}  # the calibration readers feed these only
     calibration = [{k: v for k, v in feeds.items() if k in inputs} for feeds in calibration]
+    smoothing = None
+    if settings.smoothing:  # once: every attempt below quantizes the same smoothed graph
+        smoothed = target.with_name(f"{target.stem}.smoothed.onnx")
+        try:
+            smoothing = smooth.smooth(source, smoothed, names, settings.smoothing,
+                                      calibration).to_dict()
+        except Exception as exc:  # onnxruntime refusing the calibration run, an odd graph
+            raise QuantizeError(f"--smooth cannot smooth this model ({type(exc).__name__}: "
+                                f"{str(exc)[:300]}); build without --smooth.") from exc
+        source = smoothed
     attempts: list[tuple[int, Accuracy]] = []
 
     def run(path: Path, exclude: Sequence[str] = (), only: Sequence[str] | None = None
@@ -222,7 +239,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
         table = precisions(onnx.load(str(target), load_external_data=False))
         fp32 = tuple(n for n in names if table.get(n) == (op_of[n], "fp32"))
         return QuantizeResult(accuracy, exclude, attempts, _counts(fp32, names, op_of),
-                              fp32, tally(table))
+                              fp32, tally(table), smoothing)
 
     accuracy = attempt(excluded)
     if not accuracy.failures(limits):

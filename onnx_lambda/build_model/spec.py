@@ -52,5 +52,6 @@ class BuildOptions:
     algo: str | None = None  # int4: rtn | hqq | gptq (None: the settings' default)
     block_size: int | None = None
     symmetric: bool | None = None
+    smooth: float | None = None  # SmoothQuant's alpha (0: off; None: the settings')
     calibration: tuple[Feeds, ...] = ()  # --calibration FILE: more feeds to calibrate on
     thresholds: Thresholds = field(default_factory=Thresholds)

@@ -1,13 +1,16 @@
-"""The graph rewrites made before the transformer fusions keep the model's outputs."""
+"""The graph rewrites made before the transformer fusions keep the model's outputs, and the
+fusions left out stay out."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_lambda.build_model import canonical
+from onnx_lambda.build_model import canonical, optimize
 from tests.support.models import OPSET
 
 
@@ -54,3 +57,45 @@ def test_rewrites_keep_the_outputs() -> None:
     assert ops.count("Mul") == 1  # only the mask's Mul is left: the fusion can find it
     np.testing.assert_allclose(run(model, feeds), before, rtol=1e-6, atol=1e-7)
     assert canonical.for_attention_fusion(model) == 0  # idempotent
+
+
+def residual_block(path: Path) -> Path:
+    """x[1, s, 16] → MatMul + bias → + x → LayerNormalization: SkipLayerNormalization's pattern."""
+    rng = np.random.default_rng(5)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "s", 16])
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+             for name, shape in (("W", (16, 16)), ("b", (16,)), ("g", (16,)), ("beta", (16,)))]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"], name="dense"),
+             helper.make_node("Add", ["m", "b"], ["mb"], name="bias"),
+             helper.make_node("Add", ["mb", "x"], ["sum"], name="residual"),
+             helper.make_node("LayerNormalization", ["sum", "g", "beta"], ["y"], name="norm",
+                              axis=-1, epsilon=1e-12)]
+    model = helper.make_model(helper.make_graph(nodes, "residual", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_skip_layer_normalization_is_left_unfused_by_the_fusions_and_offline(
+        tmp_path: Path) -> None:
+    """Slower on the CPU than the Add + LayerNormalization it replaces (optimize.UNFUSED)."""
+    source = residual_block(tmp_path / "residual.onnx")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "online.onnx")
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    assert "SkipLayerNormalization" in ops(tmp_path / "online.onnx")  # what onnxruntime does
+    optimize.fuse_transformer(source, tmp_path / "fused.onnx", 1, 16)
+    optimize.optimize_offline(tmp_path / "fused.onnx", tmp_path / "offline.onnx", "extended")
+    for name in ("fused.onnx", "offline.onnx"):
+        assert "SkipLayerNormalization" not in ops(tmp_path / name)
+        assert ops(tmp_path / name) >= {"LayerNormalization", "Add"}
+    x = {"x": np.random.default_rng(1).standard_normal((1, 5, 16)).astype(np.float32)}
+    np.testing.assert_allclose(run(onnx.load(str(tmp_path / "offline.onnx")), x),
+                               run(onnx.load(str(source)), x), rtol=1e-4, atol=1e-5)
+
+
+def ops(path: Path) -> set[str]:
+    return {n.op_type for n in onnx.load(str(path)).graph.node}

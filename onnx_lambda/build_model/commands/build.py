@@ -87,9 +87,16 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
                        help="int4 rtn, int8-mixed: symmetric blocks, no zero point "
                             "(default: asymmetric)")
+    steps.add_argument("--smooth", type=_alpha, metavar="ALPHA",
+                       help="activation-aware smoothing (SmoothQuant) before quantizing, any "
+                            "method but fp16: per input channel of each MatMul/Attention, s = "
+                            "max|X|^ALPHA / max|W|^(1-ALPHA) calibrated on the build's samples, "
+                            "X/s and s·W (exact in fp32); 0 < ALPHA < 1, 0 turns it off "
+                            "(default: off; minilm: its candidates' own)")
     steps.add_argument("--calibration", type=Path, metavar="FILE",
-                       help="more calibration input for int8-static and int4 --algo gptq: .npz, "
-                            "one array per input (besides the build's own samples)")
+                       help="more calibration input for int8-static, int4 --algo gptq and "
+                            "--smooth: .npz, one array per input (besides the build's own "
+                            "samples)")
     steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
                        help="operator types to quantize (default: MatMul,Attention)")
     steps.add_argument("--max-fp32-nodes", type=int,
@@ -111,6 +118,13 @@ def _block_size(text: str) -> int:
     return value
 
 
+def _alpha(text: str) -> float:
+    value = float(text)
+    if not (0 < value < 1 or value == 0):
+        raise argparse.ArgumentTypeError(f"{text}: between 0 and 1 (e.g. 0.5; 0 turns it off)")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
     from onnx_lambda.build_model import output
@@ -124,12 +138,16 @@ def run(args: argparse.Namespace) -> int:
         optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
         fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
         max_fp32_nodes=args.max_fp32_nodes, algo=args.algo, block_size=args.block_size,
-        symmetric=args.symmetric, objective=args.objective, budget_s=args.budget,
+        symmetric=args.symmetric, smooth=args.smooth, objective=args.objective,
+        budget_s=args.budget,
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
     try:
         with output.cancellable(), \
                 tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+            if args.smooth and args.quantize in ("fp16", "none"):
+                raise _UsageError(f"--smooth applies to the integer methods, not --quantize "
+                                  f"{args.quantize}")
             spec = _spec(args, Path(workdir), console)
             if args.calibration is not None:
                 options = dataclasses.replace(options, calibration=_calibration(args))
@@ -152,10 +170,10 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     """``--calibration FILE``: one more batch of feeds (the .npz's arrays by input name)."""
     import numpy as np
 
-    if args.quantize != "auto" and (args.quantize is None
-                                    or label(args.quantize, args.algo) not in CALIBRATED):
-        raise _UsageError("--calibration applies to --quantize int8-static and --quantize int4 "
-                          "--algo gptq (the other methods do not calibrate)")
+    if args.quantize != "auto" and not args.smooth and (
+            args.quantize is None or label(args.quantize, args.algo) not in CALIBRATED):
+        raise _UsageError("--calibration applies to --quantize int8-static, --quantize int4 "
+                          "--algo gptq and --smooth (the other methods do not calibrate)")
     try:
         with np.load(args.calibration, allow_pickle=False) as archive:
             feeds = {name: archive[name] for name in archive.files}
