@@ -10,15 +10,17 @@ users (``/health``, metadata, errors) so they can see which axes are tied.
 
 from __future__ import annotations
 
-import re
-
 # Placeholders for "unknown size": never a constraint between axes.
 ANONYMOUS = frozenset({"", "?", "None", "none", "null", "-1", "unk", "unknown", "dynamic"})
-# Generated per-axis names: a prefix and a counter, unique to one axis by construction.
-_GENERATED = re.compile(r"(unk__|p2o\.DynamicDimension\.|DynamicDimension\.?)\d+")
+# Generated per-axis names: one of these prefixes and a counter, unique to one axis by
+# construction (string tests, not a regular expression: no compile on the cold path)
+_GENERATED = ("unk__", "p2o.DynamicDimension.", "DynamicDimension.", "DynamicDimension")
 
 
 def is_shared(dim: object) -> bool:
     """True for a ``dim_param`` that ties every axis carrying it (see the module docstring)."""
-    return (isinstance(dim, str) and dim.strip() not in ANONYMOUS
-            and _GENERATED.fullmatch(dim.strip()) is None)
+    if not isinstance(dim, str):
+        return False
+    name = dim.strip()
+    return name not in ANONYMOUS and not any(
+        name.startswith(prefix) and name[len(prefix):].isdecimal() for prefix in _GENERATED)

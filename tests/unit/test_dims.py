@@ -13,13 +13,17 @@ from handler.model import TensorSpec
 F32 = np.dtype(np.float32)
 
 
-@pytest.mark.parametrize("name", ["batch", "batch_size", "sequence", "s0", "N", "height_32"])
+@pytest.mark.parametrize("name", ["batch", "batch_size", "sequence", "s0", "N", "height_32",
+                                  # a prefix without its counter, or another text after it
+                                  "unk__", "unk__x", "DynamicDimension", "DynamicDimension.",
+                                  "DynamicDimension..5", "p2o.DynamicDimension5", "unk__²"])
 def test_real_names_are_shared(name: str) -> None:
     assert is_shared(name)
 
 
 @pytest.mark.parametrize("name", [None, 3, "", " ", "?", "None", "none", "-1", "unk__12",
-                                  "unk__0", "p2o.DynamicDimension.3", "DynamicDimension.0"])
+                                  "unk__0", "p2o.DynamicDimension.3", "DynamicDimension.0",
+                                  "DynamicDimension7", " unk__2 ", "unk__١٢"])
 def test_placeholders_and_generated_names_are_not(name: object) -> None:
     assert not is_shared(name)
 
