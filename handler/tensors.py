@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import Any, NamedTuple
 
+from handler import strict_json
 from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
@@ -231,7 +232,9 @@ def to_json(value: Any) -> Any:
 
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {"outputs": {name: to_json(value) for name, value in outputs.items()}}
+    """``{"outputs": {name: value}}``; its text written here when every output carries one."""
+    return strict_json.encoded_object({"outputs": strict_json.encoded_object(
+        {name: to_json(value) for name, value in outputs.items()})})
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:
