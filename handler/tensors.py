@@ -9,7 +9,6 @@ the input's element type only where no value changes. Every mismatch is an
 from __future__ import annotations
 
 import array
-import functools
 import struct
 from collections.abc import Iterable, Mapping
 from itertools import chain
@@ -25,6 +24,9 @@ from handler.ort.tensor import Tensor, as_tensor
 _TYPECODES = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h",
               "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
 _FLOAT16_MAX = 65504.0
+# A NamedTuple's own ``__new__`` is Python-level; this is its C half (what ``_make`` calls),
+# for the values and tensors every request makes
+_new = tuple.__new__
 
 
 class Values(NamedTuple):
@@ -40,14 +42,47 @@ class Values(NamedTuple):
         return len(self.shape)
 
 
+class _Input:
+    """One model input's checks, worked out once per signature (``_plan``): the element type
+    its values convert to and the axes a request's shape must match (fixed sizes, shared names,
+    in axis order); anonymous axes need no look at all."""
+
+    __slots__ = ("axes", "name", "rank", "spec", "want")
+
+    def __init__(self, spec: TensorSpec) -> None:
+        self.spec, self.name, self.want, self.rank = spec, spec.name, spec.element, len(spec.shape)
+        # (axis, size, False) for a fixed size, (axis, name, True) for a shared symbolic name
+        self.axes = tuple((axis, dim, dim.__class__ is not int)
+                          for axis, dim in enumerate(spec.shape)
+                          if (dim >= 0 if dim.__class__ is int else is_shared(dim)))
+
+
+_PLANS: dict[int, tuple[tuple[TensorSpec, ...], tuple[_Input, ...]]] = {}
+
+
+def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
+    """A signature's ``_Input``s, worked out once for each model's ``inputs`` tuple (held, so
+    that its id stays its own)."""
+    held = _PLANS.get(id(specs))
+    if held is not None and held[0] is specs:
+        return held[1]
+    plan = tuple(map(_Input, specs))
+    if specs.__class__ is tuple and len(_PLANS) < 16:
+        _PLANS[id(specs)] = (specs, plan)  # type: ignore[assignment]
+    return plan
+
+
 def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
-    if isinstance(inputs, list):
+    if inputs.__class__ is list:
         if len(specs) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        return check({specs[0].name: values(inputs, specs[0])}, specs)
+        (only,) = _plan(specs)  # one input: none missing, none unknown
+        tensor = _coerce(values(inputs, only.spec), only)
+        _check_shape(tensor, only, {})
+        return {only.name: tensor}
     if type(inputs) is not dict and not isinstance(inputs, Mapping):  # (an ABC check is slow)
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
     arrays: dict[str, Values] = {}
@@ -63,15 +98,18 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
 
 def values(value: Any, spec: TensorSpec) -> Values:
     """JSON nested lists → ``Values``; ragged nesting is an error."""
-    shape: list[int] = []
-    level = [value]
-    while level and type(level[0]) is list:
-        size = len(level[0])
-        for item in level:
-            if type(item) is not list or len(item) != size:
-                raise _ragged(spec)
-        shape.append(size)
-        level = list(chain.from_iterable(level))
+    if type(value) is list:
+        shape = [len(value)]
+        level = value  # the outermost list is its own only row: no copy
+        while level and type(level[0]) is list:
+            size = len(level[0])
+            for item in level:
+                if type(item) is not list or len(item) != size:
+                    raise _ragged(spec)
+            shape.append(size)
+            level = list(chain.from_iterable(level))
+    else:  # a scalar
+        shape, level = [], [value]
     types = frozenset(map(type, level))
     kind = _KINDS.get(types)
     if kind is None:
@@ -80,7 +118,7 @@ def values(value: Any, spec: TensorSpec) -> Values:
         kind = _kind(types)
         if types <= _SCALARS:  # at most 32 such sets: remembered
             _KINDS[types] = kind
-    return Values(tuple(shape), level, kind)
+    return _new(Values, (tuple(shape), level, kind))
 
 
 def _ragged(spec: TensorSpec) -> InvalidInputError:
@@ -108,29 +146,29 @@ def check(arrays: Mapping[str, Any],
           specs: Iterable[TensorSpec]) -> dict[str, Tensor]:
     """Convert each value to its input's element type (only where no value changes) and
     check shapes."""
-    specs = tuple(specs)
-    for spec in specs:
-        if spec.name not in arrays:
-            missing = [s.name for s in specs if s.name not in arrays]
+    plan = _plan(specs)
+    for item in plan:
+        if item.name not in arrays:
+            missing = [i.name for i in plan if i.name not in arrays]
             raise InvalidInputError(f"missing input(s) {', '.join(map(repr, missing))}; the "
-                                    f"model takes {_names(specs)}")
+                                    f"model takes {_names(i.spec for i in plan)}")
     feeds: dict[str, Tensor] = {}
     symbols: dict[str, tuple[int, str]] = {}
-    for spec in specs:
-        tensor = _coerce(arrays[spec.name], spec)
-        _check_shape(tensor, spec, symbols)
-        feeds[spec.name] = tensor
+    for item in plan:
+        tensor = _coerce(arrays[item.name], item)
+        _check_shape(tensor, item, symbols)
+        feeds[item.name] = tensor
     if len(arrays) != len(feeds):  # every spec matched one value: any more are unknown
         unknown = set(arrays) - set(feeds)
         raise InvalidInputError(f"unknown input(s) {', '.join(map(repr, sorted(unknown)))}; "
-                                f"the model takes {_names(specs)}")
+                                f"the model takes {_names(i.spec for i in plan)}")
     return feeds
 
 
-def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
-    want = spec.element
+def _coerce(value: Values | Tensor, item: _Input) -> Tensor:
+    want, spec = item.want, item.spec
     got = ""
-    if type(value) is not Values:
+    if value.__class__ is not Values:
         if not isinstance(value, Values | Tensor):  # a numpy array (a user pipeline's, a test's)
             value = as_tensor(value)
         if isinstance(value, Tensor):  # binary bodies (.npy, V2)
@@ -150,10 +188,10 @@ def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
         if kind == "b":
             return Tensor(want, shape, bytes(flat))
     elif want.startswith("float"):
-        if kind in "fi":
-            return Tensor(want, shape, _pack_floats(want, flat, spec))
-    elif want and kind in "fi":
-        return Tensor(want, shape, _pack_integers(want, flat, kind, spec))
+        if kind == "f" or kind == "i":
+            return _new(Tensor, (want, shape, _pack_floats(want, flat, spec)))
+    elif want and (kind == "f" or kind == "i"):
+        return _new(Tensor, (want, shape, _pack_integers(want, flat, kind, spec)))
     names = {"U": "string", "s": "string", "O": "mixed values", "b": "bool", "f": "float64",
              "i": "int64"}
     raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
@@ -193,28 +231,24 @@ def _out_of_range(want: str, spec: TensorSpec) -> InvalidInputError:
                              f"({spec.describe()})")
 
 
-def _check_shape(tensor: Tensor, spec: TensorSpec,
-                 symbols: dict[str, tuple[int, str]]) -> None:
-    if len(tensor.shape) != len(spec.shape):
+def _check_shape(tensor: Tensor, item: _Input, symbols: dict[str, tuple[int, str]]) -> None:
+    shape = tensor.shape
+    if len(shape) != item.rank:
+        spec = item.spec
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
-                                f"({spec.describe()}), got shape {list(tensor.shape)}")
-    for axis, want in enumerate(spec.shape):
-        dim = tensor.shape[axis]
-        if want.__class__ is int:
-            if dim != want and want >= 0:
-                raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
-                                        f"shape {list(tensor.shape)} (axis {axis} must be "
-                                        f"{want})")
-        elif _is_shared(want):  # a shared symbolic name: equal wherever it appears
-            seen = symbols.setdefault(want, (dim, spec.name))
+                                f"({spec.describe()}), got shape {list(shape)}")
+    for axis, want, named in item.axes:
+        dim = shape[axis]
+        if not named:
+            if dim != want:
+                raise InvalidInputError(f"input {item.name!r}: expected {item.spec.describe()}, "
+                                        f"got shape {list(shape)} (axis {axis} must be {want})")
+        else:  # a shared symbolic name: equal wherever it appears
+            seen = symbols.setdefault(want, (dim, item.name))
             if seen[0] != dim:
                 raise InvalidInputError(
-                    f"inputs {seen[1]!r} and {spec.name!r} disagree on dimension {want!r} "
+                    f"inputs {seen[1]!r} and {item.name!r} disagree on dimension {want!r} "
                     f"({seen[0]} vs {dim})")
-
-
-# the model's few dim names, asked on every request: the answer remembered (a regex match)
-_is_shared = functools.lru_cache(maxsize=256)(is_shared)
 
 
 def to_json(value: Any) -> Any:
@@ -232,9 +266,14 @@ def to_json(value: Any) -> Any:
 
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"outputs": {name: value}}``; its text written here when every output carries one."""
-    return strict_json.encoded_object({"outputs": strict_json.encoded_object(
-        {name: to_json(value) for name, value in outputs.items()})})
+    """``{"outputs": {name: value}}``: an ``EncodedDict``, its text written here at once, when
+    every output carries its text (the handler's own answers, never changed afterwards)."""
+    values = strict_json.encoded_object({name: to_json(value) for name, value in outputs.items()})
+    if values.__class__ is not strict_json.EncodedDict:
+        return {"outputs": values}
+    answer = strict_json.EncodedDict(outputs=values)
+    answer.text, answer.non_finite = f'{{"outputs":{values.text}}}', values.non_finite
+    return answer
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:

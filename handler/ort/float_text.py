@@ -63,6 +63,10 @@ _ONE_OR_NINE = frozenset(b"19")
 _E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int needle does not
 # Below 2 ** (mantissa bits + 1) every integer is a value of the type: its digits are its text.
 _WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
+# what ``_one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
+_ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
+                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack)
+        for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
 
 
 def supports(dtype: str) -> bool:
@@ -102,10 +106,7 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
     """``texts`` for a few values, each as the batch passes decide it (``_normal``): from the
     first pass's digits, one fewer only after a 1 or 9, more only after a miss; integral values
     under 2 ** mantissa bits are their own shortest text; subnormals from one digit up."""
-    _, fewest, first, last, tiny, _ = _SPECS[dtype]
-    packer, exceptions, fixed_below = _STRUCTS[dtype], _EXCEPTIONS[dtype], 10.0 ** fewest
-    whole = _WHOLE[dtype]
-    pack, unpack = packer.pack, packer.unpack
+    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack = _ONE[dtype]
     found: list[bytes] = []
     floats: list[float] = []
     non_finite = 0
