@@ -113,7 +113,7 @@ class Telemetry:
         self.stream = stream or sys.stdout
         self._layouts: dict[tuple[object, ...], _Layout] = {}
 
-    def request(self, durations: Mapping[str, float], *, request_id: str, cold: bool,
+    def request(self, durations: Mapping[str, float], request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
                 error_type: str | None = None, non_finite: int = 0) -> str:
         """One line per business request: log record + EMF metrics. ``non_finite`` counts the

@@ -47,10 +47,11 @@ class _Input:
     its values convert to and the axes a request's shape must match (fixed sizes, shared names,
     in axis order); anonymous axes need no look at all."""
 
-    __slots__ = ("axes", "name", "rank", "spec", "want")
+    __slots__ = ("axes", "name", "rank", "spec", "typecode", "want")
 
     def __init__(self, spec: TensorSpec) -> None:
         self.spec, self.name, self.want, self.rank = spec, spec.name, spec.element, len(spec.shape)
+        self.typecode = _TYPECODES.get(self.want, "")  # numbers ``array`` packs as they are
         # (axis, size, False) for a fixed size, (axis, name, True) for a shared symbolic name
         self.axes = tuple((axis, dim, dim.__class__ is not int)
                           for axis, dim in enumerate(spec.shape)
@@ -74,43 +75,68 @@ def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
 
 def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
+    plan = _plan(specs)
     if inputs.__class__ is list:
-        if len(specs) != 1:
+        if len(plan) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        (only,) = _plan(specs)  # one input: none missing, none unknown
-        tensor = _coerce(values(inputs, only.spec), only)
+        (only,) = plan  # one input: none missing, none unknown
+        tensor = _coerce(_json_value(inputs, only), only)
         _check_shape(tensor, only, {})
         return {only.name: tensor}
     if type(inputs) is not dict and not isinstance(inputs, Mapping):  # (an ABC check is slow)
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
-    arrays: dict[str, Values] = {}
+    arrays: dict[str, Values | Tensor] = {}
     for name, value in inputs.items():
-        for spec in specs:  # a handful of inputs: a scan beats building a dict per request
-            if spec.name == name:
+        for item in plan:  # a handful of inputs: a scan beats building a dict per request
+            if item.name == name:
                 break
         else:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
-        arrays[name] = values(value, spec)
+        arrays[name] = _json_value(value, item)
     return check(arrays, specs)
+
+
+def _json_value(value: Any, item: _Input) -> Values | Tensor:
+    """JSON nested lists → a ``Tensor`` of the input's type where they are plain numbers for a
+    numeric input (packed at once: ``array`` refuses anything else), else ``Values`` for
+    ``_coerce`` to convert or refuse. Raises only for ragged nesting, as ``values`` does."""
+    shape, flat = _nested(value, item.spec)
+    typecode = item.typecode
+    if typecode and flat and flat[0].__class__ is not bool:  # (all bools: not a number)
+        try:
+            return _new(Tensor, (item.want, shape, array.array(typecode, flat).tobytes()))
+        except (TypeError, OverflowError):  # a string, a float for an integer type, a range:
+            pass  # ``_coerce`` converts it as numpy would, or says why not
+    return _new(Values, (shape, flat, _kind_of(flat, item.spec)))
 
 
 def values(value: Any, spec: TensorSpec) -> Values:
     """JSON nested lists → ``Values``; ragged nesting is an error."""
-    if type(value) is list:
-        shape = [len(value)]
-        level = value  # the outermost list is its own only row: no copy
-        while level and type(level[0]) is list:
-            size = len(level[0])
-            for item in level:
-                if type(item) is not list or len(item) != size:
-                    raise _ragged(spec)
-            shape.append(size)
-            level = list(chain.from_iterable(level))
-    else:  # a scalar
-        shape, level = [], [value]
-    types = frozenset(map(type, level))
+    shape, flat = _nested(value, spec)
+    return _new(Values, (shape, flat, _kind_of(flat, spec)))
+
+
+def _nested(value: Any, spec: TensorSpec) -> tuple[tuple[int, ...], list[Any]]:
+    """JSON nested lists → (shape, the elements in C order); ragged nesting is an error."""
+    if type(value) is not list:  # a scalar
+        return (), [value]
+    shape = [len(value)]
+    level = value  # the outermost list is its own only row: no copy
+    while level and type(level[0]) is list:
+        size = len(level[0])
+        for row in level:
+            if type(row) is not list or len(row) != size:
+                raise _ragged(spec)
+        shape.append(size)
+        # a single row is the next level as it is (a batch of one, the usual request)
+        level = level[0] if len(level) == 1 else list(chain.from_iterable(level))
+    return tuple(shape), level
+
+
+def _kind_of(flat: list[Any], spec: TensorSpec) -> str:
+    types = frozenset(map(type, flat))
     kind = _KINDS.get(types)
     if kind is None:
         if list in types:
@@ -118,7 +144,7 @@ def values(value: Any, spec: TensorSpec) -> Values:
         kind = _kind(types)
         if types <= _SCALARS:  # at most 32 such sets: remembered
             _KINDS[types] = kind
-    return _new(Values, (tuple(shape), level, kind))
+    return kind
 
 
 def _ragged(spec: TensorSpec) -> InvalidInputError:
@@ -155,7 +181,9 @@ def check(arrays: Mapping[str, Any],
     feeds: dict[str, Tensor] = {}
     symbols: dict[str, tuple[int, str]] = {}
     for item in plan:
-        tensor = _coerce(arrays[item.name], item)
+        tensor = arrays[item.name]
+        if tensor.__class__ is not Tensor or tensor.dtype != item.want:  # (packed already)
+            tensor = _coerce(tensor, item)
         _check_shape(tensor, item, symbols)
         feeds[item.name] = tensor
     if len(arrays) != len(feeds):  # every spec matched one value: any more are unknown
