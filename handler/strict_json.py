@@ -102,14 +102,16 @@ def encoded_object(fields: dict[str, Any]) -> dict[str, Any]:
     parts = []
     non_finite = 0
     for key, value in fields.items():
-        kind = value.__class__
-        if (kind is not EncodedList and kind is not EncodedDict) or key.__class__ is not str:
+        if value.__class__ not in _ENCODED or key.__class__ is not str:
             return fields
-        parts.append(f"{_ESCAPE(key)}:{value.text}")
+        parts.append(_ESCAPE(key) + ":" + value.text)
         non_finite += value.non_finite
     encoded = EncodedDict(fields)
     encoded.text, encoded.non_finite = "{" + ",".join(parts) + "}", non_finite
     return encoded
+
+
+_ENCODED = (EncodedList, EncodedDict)
 
 
 def dumps(payload: Any) -> tuple[str, Any, int]:

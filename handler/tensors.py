@@ -296,7 +296,10 @@ def to_json(value: Any) -> Any:
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
     """``{"outputs": {name: value}}``: an ``EncodedDict``, its text written here at once, when
     every output carries its text (the handler's own answers, never changed afterwards)."""
-    values = strict_json.encoded_object({name: to_json(value) for name, value in outputs.items()})
+    values: dict[str, Any] = {}
+    for name, value in outputs.items():  # (a loop: a comprehension is a function per call)
+        values[name] = value.encoded_json() if value.__class__ is Tensor else to_json(value)
+    values = strict_json.encoded_object(values)
     if values.__class__ is not strict_json.EncodedDict:
         return {"outputs": values}
     answer = strict_json.EncodedDict(outputs=values)
