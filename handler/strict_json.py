@@ -106,12 +106,18 @@ def encoded_object(fields: dict[str, Any]) -> dict[str, Any]:
             return fields
         parts.append(_ESCAPE(key) + ":" + value.text)
         non_finite += value.non_finite
-    encoded = EncodedDict(fields)
-    encoded.text, encoded.non_finite = "{" + ",".join(parts) + "}", non_finite
-    return encoded
+    return with_text(fields, "{" + ",".join(parts) + "}", non_finite)
 
 
 _ENCODED = (EncodedList, EncodedDict)
+
+
+def with_text(fields: dict[str, Any], text: str, non_finite: int = 0) -> EncodedDict:
+    """``fields`` as an ``EncodedDict`` carrying ``text``: exactly what the strict encoder
+    writes for them (``non_finite`` of their floats written as null), as its maker ensures."""
+    encoded = EncodedDict(fields)
+    encoded.text, encoded.non_finite = text, non_finite
+    return encoded
 
 
 def dumps(payload: Any) -> tuple[str, Any, int]:

@@ -302,9 +302,8 @@ def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
     values = strict_json.encoded_object(values)
     if values.__class__ is not strict_json.EncodedDict:
         return {"outputs": values}
-    answer = strict_json.EncodedDict(outputs=values)
-    answer.text, answer.non_finite = f'{{"outputs":{values.text}}}', values.non_finite
-    return answer
+    return strict_json.with_text({"outputs": values}, f'{{"outputs":{values.text}}}',
+                                 values.non_finite)
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:
