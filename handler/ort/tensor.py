@@ -96,13 +96,8 @@ class Tensor(NamedTuple):
         flat = (memoryview(data).cast("f").tolist() if self.dtype == "float32"
                 and data.__class__ is bytes else self.flat())  # (the usual output: one call)
         texts, floats, non_finite = float_text.texts(flat, self.dtype)
-        template = _TEXT_TEMPLATES.get(shape)
-        if template is None:
-            template = _text_template(shape)
-            if len(_TEXT_TEMPLATES) < 64:  # a client's own batch and sequence sizes: bounded
-                _TEXT_TEMPLATES[shape] = template
         value = EncodedList(nest(floats, shape))
-        value.text, value.non_finite = (template % tuple(texts)).decode(), non_finite
+        value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
         return value
 
     def numpy(self) -> Any:
@@ -131,15 +126,27 @@ def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
     return flat
 
 
-# shape → the JSON text of an array of that shape, a ``%s`` for each value (one ``%`` nests it)
-_TEXT_TEMPLATES: dict[tuple[int, ...], bytes] = {}
+def _nested_text(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
+    """Values' JSON texts in C order → the JSON text of the array of ``shape``: a few by one
+    ``%`` on the shape's template (remembered), more by joins (a template's ``%`` over
+    thousands of values costs twice the joins, and its text as much memory)."""
+    if len(texts) >= float_text.SMALL:
+        return _nested_joins(texts, shape)
+    template = _TEXT_TEMPLATES.get(shape)
+    if template is None:
+        template = _nested_joins([b"%s"] * len(texts), shape)
+        if len(_TEXT_TEMPLATES) < 64:  # a client's own batch and sequence sizes: bounded
+            _TEXT_TEMPLATES[shape] = template
+    return template % tuple(texts)
 
 
-def _text_template(shape: tuple[int, ...]) -> bytes:
-    rows = [b"%s"] * math.prod(shape)
+_TEXT_TEMPLATES: dict[tuple[int, ...], bytes] = {}  # shape → its text with a %s per value
+
+
+def _nested_joins(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
     for dim in reversed(shape):
-        rows = [b"[" + b",".join(rows[i:i + dim]) + b"]" for i in range(0, len(rows), dim)]
-    return rows[0]
+        texts = [b"[" + b",".join(texts[i:i + dim]) + b"]" for i in range(0, len(texts), dim)]
+    return texts[0]
 
 
 def _empty(shape: tuple[int, ...]) -> list[Any]:
