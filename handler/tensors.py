@@ -76,7 +76,7 @@ def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
 def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
     plan = _plan(specs)
-    if inputs.__class__ is list:
+    if isinstance(inputs, list):
         if len(plan) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
