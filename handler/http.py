@@ -48,12 +48,9 @@ class Request:
             return kind
         return kind.split(";", 1)[0].strip().lower()
 
-    def has_parsed(self) -> bool:
-        return self.parsed is not NO_BODY
-
 
 class Response:
-    __slots__ = ("body", "headers", "non_finite", "payload", "status")
+    __slots__ = ("body", "headers", "non_finite", "payload", "status", "text")
 
     def __init__(self, status: int, payload: Any = None, body: bytes | None = None,
                  headers: dict[str, str] | None = None) -> None:
@@ -62,11 +59,12 @@ class Response:
         self.body = body  # already-encoded body (binary codecs)
         self.headers = {} if headers is None else headers
         self.non_finite = 0  # NaN / ±Infinity written as null (RFC 8259 has neither)
+        self.text: str | None = None  # the body as text, when encoded here from the payload
 
     def body_bytes(self) -> bytes:
         if self.body is None:
             text, self.payload, self.non_finite = strict_json.dumps(self.payload)
-            self.body = text.encode()
+            self.body, self.text = text.encode(), text
             self.headers.setdefault("content-type", JSON)
         return self.body
 

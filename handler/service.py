@@ -96,10 +96,9 @@ class Service:
         durations["total"] = timer.total_ms()
         if cold:
             durations.update(self.init_durations)
-        timing = self.telemetry.request(
-            durations, request_id=request_id, cold=cold, source=source.name, method=method,
-            path=path, status=response.status, error_type=error_type,
-            non_finite=response.non_finite)
+        timing = self.telemetry.request(  # positional: keywords cost a name match each
+            durations, request_id, cold, source.name, method, path, response.status, error_type,
+            response.non_finite)
         headers = response.headers
         headers["server-timing"] = timing
         headers["x-request-id"] = request_id

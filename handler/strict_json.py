@@ -7,7 +7,8 @@ written as ``null`` and counted, so every response parses in JavaScript, Go or `
 Both checks cost nothing for the common case: the C encoder refuses non-finite floats by
 itself, and a float literal can only overflow with a 3-digit exponent or 200+ digits in a row.
 Tensors' float arrays arrive as ``EncodedList``s that carry their text (written once, in
-bulk, by ``handler.ort.float_text``): the encoder splices it instead of formatting each float.
+bulk, by ``handler.ort.float_text``): the encoder splices it instead of formatting each float;
+an answer made only of such arrays is an ``EncodedDict``, whose whole text is written at once.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ if TYPE_CHECKING:
 # call, half the cost of encoding a small response. Same arguments, so the same text.
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _MARKERS: dict[int, Any] = {}  # circular-reference check; cleared when an encode fails midway
+_ESCAPE = json.encoder.encode_basestring_ascii  # a str → its JSON literal, in C
 _ENCODE = json.encoder.c_make_encoder(
-    _MARKERS, _STRICT.default, json.encoder.encode_basestring_ascii, None, ":", ",", False,
-    False, False)
+    _MARKERS, _STRICT.default, _ESCAPE, None, ":", ",", False, False, False)
 # Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
 # more than 209 digits before it. Folding every digit to 0 and "E"/"+" to "e" ("1E+400" →
 # "0ee000") turns both into plain substrings, found at memchr speed (a regular expression
@@ -90,13 +91,47 @@ def check_parsed(value: Any) -> None:
         pass
 
 
+class EncodedDict(dict):  # type: ignore[type-arg]
+    """A JSON object that carries its own text, as an ``EncodedList`` does for an array:
+    ``dumps`` writes ``text`` (``non_finite`` nulls in it) without walking the object. Made by
+    ``encoded_object`` for the handler's own answers, which never change it afterwards."""
+
+    __slots__ = ("non_finite", "text")
+
+
+def encoded_object(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` as an ``EncodedDict`` when every key is a string and every value carries its
+    text (an ``EncodedList`` or ``EncodedDict``); else ``fields`` itself."""
+    parts = []
+    non_finite = 0
+    for key, value in fields.items():
+        if value.__class__ not in _ENCODED or key.__class__ is not str:
+            return fields
+        parts.append(_ESCAPE(key) + ":" + value.text)
+        non_finite += value.non_finite
+    return with_text(fields, "{" + ",".join(parts) + "}", non_finite)
+
+
+_ENCODED = (EncodedList, EncodedDict)
+
+
+def with_text(fields: dict[str, Any], text: str, non_finite: int = 0) -> EncodedDict:
+    """``fields`` as an ``EncodedDict`` carrying ``text``: exactly what the strict encoder
+    writes for them (``non_finite`` of their floats written as null), as its maker ensures."""
+    encoded = EncodedDict(fields)
+    encoded.text, encoded.non_finite = text, non_finite
+    return encoded
+
+
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
+    if payload.__class__ is EncodedDict and not payload.non_finite:
+        return payload.text, payload, 0
     found: list[EncodedList] = []
     marked = _marked(payload, found)
     try:
         if found and not any(f.non_finite for f in found):
-            parts = _MARKING.encode(marked).split(_SPLICE)
+            parts = _encode(marked, _ENCODE_MARKING).split(_SPLICE)
             if len(parts) == len(found) + 1:  # else a string of the payload holds the marker
                 texts = [f.text for f in found]
                 return "".join([p for pair in zip(parts, texts, strict=False) for p in pair]
@@ -108,10 +143,10 @@ def dumps(payload: Any) -> tuple[str, Any, int]:
         return _encode(clean), clean, counter[0]
 
 
-def _encode(payload: Any) -> str:
-    """``_STRICT.encode(payload)``."""
+def _encode(payload: Any, encoder: Any = _ENCODE) -> str:
+    """``_STRICT.encode(payload)`` (``_ENCODE_MARKING``: the same, ``_MARK`` as ``_MARKER``)."""
     try:
-        return "".join(_ENCODE(payload, 0))
+        return "".join(encoder(payload, 0))
     except BaseException:
         _MARKERS.clear()  # what the failed encode left: not a cycle for the next one
         raise
@@ -127,7 +162,9 @@ def _marker(value: Any) -> str:
     return json.JSONEncoder.default(_STRICT, value)  # the standard TypeError
 
 
-_MARKING = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_marker)
+# _STRICT's encoder with _marker as its default, its C half built once (as _ENCODE's)
+_ENCODE_MARKING = json.encoder.c_make_encoder(
+    _MARKERS, _marker, _ESCAPE, None, ":", ",", False, False, False)
 _SPLICE = _STRICT.encode(_MARKER)
 
 

@@ -9,11 +9,11 @@ the input's element type only where no value changes. Every mismatch is an
 from __future__ import annotations
 
 import array
-import functools
 import struct
 from collections.abc import Iterable, Mapping
 from itertools import chain
 
+from handler import strict_json
 from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 _TYPECODES = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h",
               "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
 _FLOAT16_MAX = 65504.0
+# A NamedTuple's own ``__new__`` is Python-level; this is its C half (what ``_make`` calls),
+# for the values and tensors every request makes
+_new = tuple.__new__
 
 
 class Values(NamedTuple):
@@ -43,39 +46,101 @@ class Values(NamedTuple):
         return len(self.shape)
 
 
+class _Input:
+    """One model input's checks, worked out once per signature (``_plan``): the element type
+    its values convert to and the axes a request's shape must match (fixed sizes, shared names,
+    in axis order); anonymous axes need no look at all."""
+
+    __slots__ = ("axes", "name", "rank", "spec", "typecode", "want")
+
+    def __init__(self, spec: TensorSpec) -> None:
+        self.spec, self.name, self.want, self.rank = spec, spec.name, spec.element, len(spec.shape)
+        self.typecode = _TYPECODES.get(self.want, "")  # numbers ``array`` packs as they are
+        # (axis, size, False) for a fixed size, (axis, name, True) for a shared symbolic name
+        self.axes = tuple((axis, dim, dim.__class__ is not int)
+                          for axis, dim in enumerate(spec.shape)
+                          if (dim >= 0 if dim.__class__ is int else is_shared(dim)))
+
+
+_PLANS: dict[int, tuple[tuple[TensorSpec, ...], tuple[_Input, ...]]] = {}
+
+
+def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
+    """A signature's ``_Input``s, worked out once for each model's ``inputs`` tuple (held, so
+    that its id stays its own)."""
+    held = _PLANS.get(id(specs))
+    if held is not None and held[0] is specs:
+        return held[1]
+    plan = tuple(map(_Input, specs))
+    if specs.__class__ is tuple and len(_PLANS) < 16:
+        _PLANS[id(specs)] = (specs, plan)  # type: ignore[assignment]
+    return plan
+
+
 def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
     """``{"name": nested lists}``, or a bare nested list for a single-input model."""
+    plan = _plan(specs)
     if isinstance(inputs, list):
-        if len(specs) != 1:
+        if len(plan) != 1:
             raise InvalidInputError(
                 f"a bare list needs a single-input model; this one takes {_names(specs)}: "
                 'send {"inputs": {"name": ...}}')
-        return check({specs[0].name: values(inputs, specs[0])}, specs)
+        (only,) = plan  # one input: none missing, none unknown
+        tensor = _coerce(_json_value(inputs, only), only)
+        _check_shape(tensor, only, {})
+        return {only.name: tensor}
     if type(inputs) is not dict and not isinstance(inputs, Mapping):  # (an ABC check is slow)
         raise InvalidInputError('"inputs" must be an object {"name": nested list} or a list')
-    arrays: dict[str, Values] = {}
+    arrays: dict[str, Values | Tensor] = {}
     for name, value in inputs.items():
-        for spec in specs:  # a handful of inputs: a scan beats building a dict per request
-            if spec.name == name:
+        for item in plan:  # a handful of inputs: a scan beats building a dict per request
+            if item.name == name:
                 break
         else:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
-        arrays[name] = values(value, spec)
+        arrays[name] = _json_value(value, item)
     return check(arrays, specs)
+
+
+def _json_value(value: Any, item: _Input) -> Values | Tensor:
+    """JSON nested lists → a ``Tensor`` of the input's type where they are plain numbers for a
+    numeric input (packed at once: ``array`` refuses anything else), else ``Values`` for
+    ``_coerce`` to convert or refuse. Raises only for ragged nesting, as ``values`` does."""
+    shape, flat = _nested(value, item.spec)
+    typecode = item.typecode
+    if typecode and flat and flat[0].__class__ is not bool:  # (all bools: not a number)
+        try:
+            return _new(Tensor, (item.want, shape, array.array(typecode, flat).tobytes()))
+        except (TypeError, OverflowError):  # a string, a float for an integer type, a range:
+            pass  # ``_coerce`` converts it as numpy would, or says why not
+    return _new(Values, (shape, flat, _kind_of(flat, item.spec)))
 
 
 def values(value: Any, spec: TensorSpec) -> Values:
     """JSON nested lists → ``Values``; ragged nesting is an error."""
-    shape: list[int] = []
-    level = [value]
+    shape, flat = _nested(value, spec)
+    return _new(Values, (shape, flat, _kind_of(flat, spec)))
+
+
+def _nested(value: Any, spec: TensorSpec) -> tuple[tuple[int, ...], list[Any]]:
+    """JSON nested lists → (shape, the elements in C order); ragged nesting is an error."""
+    if type(value) is not list:  # a scalar
+        return (), [value]
+    shape = [len(value)]
+    level = value  # the outermost list is its own only row: no copy
     while level and type(level[0]) is list:
         size = len(level[0])
-        for item in level:
-            if type(item) is not list or len(item) != size:
+        for row in level:
+            if type(row) is not list or len(row) != size:
                 raise _ragged(spec)
         shape.append(size)
-        level = list(chain.from_iterable(level))
-    types = frozenset(map(type, level))
+        # a single row is the next level as it is (a batch of one, the usual request)
+        level = level[0] if len(level) == 1 else list(chain.from_iterable(level))
+    return tuple(shape), level
+
+
+def _kind_of(flat: list[Any], spec: TensorSpec) -> str:
+    types = frozenset(map(type, flat))
     kind = _KINDS.get(types)
     if kind is None:
         if list in types:
@@ -83,7 +148,7 @@ def values(value: Any, spec: TensorSpec) -> Values:
         kind = _kind(types)
         if types <= _SCALARS:  # at most 32 such sets: remembered
             _KINDS[types] = kind
-    return Values(tuple(shape), level, kind)
+    return kind
 
 
 def _ragged(spec: TensorSpec) -> InvalidInputError:
@@ -111,29 +176,31 @@ def check(arrays: Mapping[str, Any],
           specs: Iterable[TensorSpec]) -> dict[str, Tensor]:
     """Convert each value to its input's element type (only where no value changes) and
     check shapes."""
-    specs = tuple(specs)
-    for spec in specs:
-        if spec.name not in arrays:
-            missing = [s.name for s in specs if s.name not in arrays]
+    plan = _plan(specs)
+    for item in plan:
+        if item.name not in arrays:
+            missing = [i.name for i in plan if i.name not in arrays]
             raise InvalidInputError(f"missing input(s) {', '.join(map(repr, missing))}; the "
-                                    f"model takes {_names(specs)}")
+                                    f"model takes {_names(i.spec for i in plan)}")
     feeds: dict[str, Tensor] = {}
     symbols: dict[str, tuple[int, str]] = {}
-    for spec in specs:
-        tensor = _coerce(arrays[spec.name], spec)
-        _check_shape(tensor, spec, symbols)
-        feeds[spec.name] = tensor
+    for item in plan:
+        tensor = arrays[item.name]
+        if tensor.__class__ is not Tensor or tensor.dtype != item.want:  # (packed already)
+            tensor = _coerce(tensor, item)
+        _check_shape(tensor, item, symbols)
+        feeds[item.name] = tensor
     if len(arrays) != len(feeds):  # every spec matched one value: any more are unknown
         unknown = set(arrays) - set(feeds)
         raise InvalidInputError(f"unknown input(s) {', '.join(map(repr, sorted(unknown)))}; "
-                                f"the model takes {_names(specs)}")
+                                f"the model takes {_names(i.spec for i in plan)}")
     return feeds
 
 
-def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
-    want = spec.element
+def _coerce(value: Values | Tensor, item: _Input) -> Tensor:
+    want, spec = item.want, item.spec
     got = ""
-    if type(value) is not Values:
+    if value.__class__ is not Values:
         if not isinstance(value, Values | Tensor):  # a numpy array (a user pipeline's, a test's)
             value = as_tensor(value)
         if isinstance(value, Tensor):  # binary bodies (.npy, V2)
@@ -153,10 +220,10 @@ def _coerce(value: Values | Tensor, spec: TensorSpec) -> Tensor:
         if kind == "b":
             return Tensor(want, shape, bytes(flat))
     elif want.startswith("float"):
-        if kind in "fi":
-            return Tensor(want, shape, _pack_floats(want, flat, spec))
-    elif want and kind in "fi":
-        return Tensor(want, shape, _pack_integers(want, flat, kind, spec))
+        if kind == "f" or kind == "i":
+            return _new(Tensor, (want, shape, _pack_floats(want, flat, spec)))
+    elif want and (kind == "f" or kind == "i"):
+        return _new(Tensor, (want, shape, _pack_integers(want, flat, kind, spec)))
     names = {"U": "string", "s": "string", "O": "mixed values", "b": "bool", "f": "float64",
              "i": "int64"}
     raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
@@ -196,28 +263,24 @@ def _out_of_range(want: str, spec: TensorSpec) -> InvalidInputError:
                              f"({spec.describe()})")
 
 
-def _check_shape(tensor: Tensor, spec: TensorSpec,
-                 symbols: dict[str, tuple[int, str]]) -> None:
-    if len(tensor.shape) != len(spec.shape):
+def _check_shape(tensor: Tensor, item: _Input, symbols: dict[str, tuple[int, str]]) -> None:
+    shape = tensor.shape
+    if len(shape) != item.rank:
+        spec = item.spec
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
-                                f"({spec.describe()}), got shape {list(tensor.shape)}")
-    for axis, want in enumerate(spec.shape):
-        dim = tensor.shape[axis]
-        if want.__class__ is int:
-            if dim != want and want >= 0:
-                raise InvalidInputError(f"input {spec.name!r}: expected {spec.describe()}, got "
-                                        f"shape {list(tensor.shape)} (axis {axis} must be "
-                                        f"{want})")
-        elif _is_shared(want):  # a shared symbolic name: equal wherever it appears
-            seen = symbols.setdefault(want, (dim, spec.name))
+                                f"({spec.describe()}), got shape {list(shape)}")
+    for axis, want, named in item.axes:
+        dim = shape[axis]
+        if not named:
+            if dim != want:
+                raise InvalidInputError(f"input {item.name!r}: expected {item.spec.describe()}, "
+                                        f"got shape {list(shape)} (axis {axis} must be {want})")
+        else:  # a shared symbolic name: equal wherever it appears
+            seen = symbols.setdefault(want, (dim, item.name))
             if seen[0] != dim:
                 raise InvalidInputError(
-                    f"inputs {seen[1]!r} and {spec.name!r} disagree on dimension {want!r} "
+                    f"inputs {seen[1]!r} and {item.name!r} disagree on dimension {want!r} "
                     f"({seen[0]} vs {dim})")
-
-
-# the model's few dim names, asked on every request: the answer remembered (a regex match)
-_is_shared = functools.lru_cache(maxsize=256)(is_shared)
 
 
 def to_json(value: Any) -> Any:
@@ -235,7 +298,16 @@ def to_json(value: Any) -> Any:
 
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {"outputs": {name: to_json(value) for name, value in outputs.items()}}
+    """``{"outputs": {name: value}}``: an ``EncodedDict``, its text written here at once, when
+    every output carries its text (the handler's own answers, never changed afterwards)."""
+    values: dict[str, Any] = {}
+    for name, value in outputs.items():  # (a loop: a comprehension is a function per call)
+        values[name] = value.encoded_json() if value.__class__ is Tensor else to_json(value)
+    values = strict_json.encoded_object(values)
+    if values.__class__ is not strict_json.EncodedDict:
+        return {"outputs": values}
+    return strict_json.with_text({"outputs": values}, f'{{"outputs":{values.text}}}',
+                                 values.non_finite)
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from handler import strict_json
 from handler.errors import BadRequestError
-from handler.http import Request
+from handler.http import NO_BODY, Request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def parse_json(request: Request) -> Any:
     """The request body as JSON (or the already-parsed body of a direct invocation)."""
-    if request.has_parsed():
+    if request.parsed is not NO_BODY:
         try:
             strict_json.check_parsed(request.parsed)
         except ValueError as exc:

@@ -63,6 +63,13 @@ _STRUCTS = {dtype: struct.Struct(spec[0]) for dtype, spec in _SPECS.items()}
 # models' answers are the common small case.
 SMALL = 24
 _ONE_OR_NINE = frozenset(b"19")
+_E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int needle does not
+# Below 2 ** (mantissa bits + 1) every integer is a value of the type: its digits are its text.
+_WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
+# what ``_one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
+_ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
+                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack)
+        for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
 
 
 def supports(dtype: str) -> bool:
@@ -99,9 +106,10 @@ def shortest(values: list[float], dtype: str) -> list[float]:
 
 
 def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float], int]:
-    """``texts`` for a few values: each tried from its fewest digits up, as ``repr`` writes it."""
-    _, fewest, _, last, tiny, _ = _SPECS[dtype]
-    packer, exceptions, fixed_below = _STRUCTS[dtype], _EXCEPTIONS[dtype], 10.0 ** fewest
+    """``texts`` for a few values, each as the batch passes decide it (``_normal``): from the
+    first pass's digits, one fewer only after a 1 or 9, more only after a miss; integral values
+    under 2 ** mantissa bits are their own shortest text; subnormals from one digit up."""
+    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack = _ONE[dtype]
     found: list[bytes] = []
     floats: list[float] = []
     non_finite = 0
@@ -113,16 +121,37 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
             floats.append(value)
             non_finite += 1
             continue
-        else:
-            digits = fewest if value >= tiny or value <= -tiny or not value else 1  # subnormal
+        elif value.is_integer() and -whole < value < whole:  # every integer there is a value
+            candidate, text = value, b"%.1f" % value  # repr's text ("-0.0" too), in fewer steps
+        elif value >= tiny or value <= -tiny:
+            text = b"%.*g" % (first, value)
+            candidate = float(text)
+            if unpack(pack(candidate))[0] == value:
+                # one digit fewer can read back only where the first pass wrote all its digits
+                # and the last is 1 or 9, or wrote an exponent (whose last byte is no digit)
+                if fewest < first and ((text[-1] in _ONE_OR_NINE and len(text) > first)
+                                       or _E in text):
+                    shorter = b"%.*g" % (fewest, value)
+                    if unpack(pack(float(shorter)))[0] == value:
+                        text, candidate = shorter, float(shorter)
+            else:
+                digits = first + 1
+                text = b"%.*g" % (digits, value)
+                candidate = float(text)
+                while digits < last and unpack(pack(candidate))[0] != value:
+                    digits += 1
+                    text = b"%.*g" % (digits, value)
+                    candidate = float(text)
+            if candidate.is_integer() or not -fixed_below < candidate < fixed_below:
+                text = repr(candidate).encode()  # %g and repr differ there (see _as_repr)
+        else:  # a subnormal: coarser than normal values, tried from one digit up
+            digits = 1
             text = b"%.*g" % (digits, value)
             candidate = float(text)
-            while digits < last and packer.unpack(packer.pack(candidate))[0] != value:
+            while digits < last and unpack(pack(candidate))[0] != value:
                 digits += 1
                 text = b"%.*g" % (digits, value)
                 candidate = float(text)
-            if candidate.is_integer() or not -fixed_below < candidate < fixed_below:
-                text = repr(candidate).encode()  # %g and repr differ there (see _as_repr)
         found.append(text)
         floats.append(candidate)
     return found, floats, non_finite
@@ -138,7 +167,7 @@ def _normal(values: list[float], dtype: str, blob: bytes) -> tuple[list[bytes], 
     ok = out[2]
     if fewest < first:  # one digit fewer, for the values that passed and end in 1 or 9
         indices, subset = list(compress(range(len(values)), ok)), list(compress(values, ok))
-        if b"e" not in blob:  # (an exponent's last byte is no digit of ours: try them all)
+        if _E not in blob:  # (an exponent's last byte is no digit of ours: try them all)
             maybe = list(map(_ONE_OR_NINE.__contains__, map(itemgetter(-1), compress(out[0], ok))))
             indices, subset = list(compress(indices, maybe)), list(compress(subset, maybe))
         if indices:

@@ -68,7 +68,9 @@ class Tensor(NamedTuple):
         fmt = DTYPES[self.dtype][1]
         if fmt == "e":  # memoryview has no half-precision cast; struct has
             return list(struct.unpack(f"<{self.size}e", self.data))
-        return memoryview(self.data).cast("B").cast(fmt).tolist()
+        data = self.data
+        view = memoryview(data) if data.__class__ is bytes else memoryview(data).cast("B")
+        return view.cast(fmt).tolist()
 
     def tolist(self) -> Any:
         """Nested lists like ``numpy.ndarray.tolist`` (a scalar for rank 0)."""
@@ -89,22 +91,17 @@ class Tensor(NamedTuple):
 
     def encoded_json(self) -> Any:
         """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
-        ``strict_json.dumps`` writes instead of formatting every float again. For the handler's
-        own codecs and pipelines, which never change it (the text would not follow). A small
-        tensor stays a plain list: splicing costs more than the encoder's own few floats."""
-        if (not float_text.supports(self.dtype) or not self.shape
-                or self.size < float_text.SMALL):  # (0 in shape: size 0)
+        ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
+        float costs more than finding its shortest float32 text). For the handler's own codecs
+        and pipelines, which never change it (the text would not follow)."""
+        shape, data = self.shape, self.data
+        if not float_text.supports(self.dtype) or not shape or 0 in shape:
             return self.json()
-        texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
-        *outer, width = self.shape
-        if outer:
-            rows = [b"[" + b",".join(texts[i:i + width]) + b"]"
-                    for i in range(0, len(texts), width)]
-            for dim in reversed(outer[1:]):
-                rows = [b"[" + b",".join(rows[i:i + dim]) + b"]" for i in range(0, len(rows), dim)]
-            texts = rows
-        value = EncodedList(nest(floats, self.shape))
-        value.text, value.non_finite = (b"[" + b",".join(texts) + b"]").decode(), non_finite
+        flat = (memoryview(data).cast("f").tolist() if self.dtype == "float32"
+                and data.__class__ is bytes else self.flat())  # (the usual output: one call)
+        texts, floats, non_finite = float_text.texts(flat, self.dtype)
+        value = EncodedList(nest(floats, shape))
+        value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
         return value
 
     def numpy(self) -> Any:
@@ -128,8 +125,32 @@ def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
     if 0 in shape:
         return _empty(shape)
     for dim in reversed(shape[1:]):
-        flat = [flat[i:i + dim] for i in range(0, len(flat), dim)]
+        # one row (a batch of one, the usual request) needs no slicing
+        flat = [flat] if len(flat) == dim else [flat[i:i + dim] for i in range(0, len(flat), dim)]
     return flat
+
+
+def _nested_text(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
+    """Values' JSON texts in C order → the JSON text of the array of ``shape``: a few by one
+    ``%`` on the shape's template (remembered), more by joins (a template's ``%`` over
+    thousands of values costs twice the joins, and its text as much memory)."""
+    if len(texts) >= float_text.SMALL:
+        return _nested_joins(texts, shape)
+    template = _TEXT_TEMPLATES.get(shape)
+    if template is None:
+        template = _nested_joins([b"%s"] * len(texts), shape)
+        if len(_TEXT_TEMPLATES) < 64:  # a client's own batch and sequence sizes: bounded
+            _TEXT_TEMPLATES[shape] = template
+    return template % tuple(texts)
+
+
+_TEXT_TEMPLATES: dict[tuple[int, ...], bytes] = {}  # shape → its text with a %s per value
+
+
+def _nested_joins(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
+    for dim in reversed(shape):
+        texts = [b"[" + b",".join(texts[i:i + dim]) + b"]" for i in range(0, len(texts), dim)]
+    return texts[0]
 
 
 def _empty(shape: tuple[int, ...]) -> list[Any]:

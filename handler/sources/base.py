@@ -39,7 +39,11 @@ def context_of(event: dict[str, Any]) -> dict[str, Any]:
 def lower_headers(headers: Any) -> dict[str, str]:
     if not isinstance(headers, dict):
         headers = mapping(headers, "headers")
-    return {str(k).lower(): str(v) for k, v in headers.items() if v is not None}
+    lowered = {}  # a loop, not a comprehension: no function made and called per request
+    for key, value in headers.items():
+        if value is not None:
+            lowered[str(key).lower()] = str(value)
+    return lowered
 
 
 def query_of(query: Any) -> dict[str, str]:
@@ -110,7 +114,8 @@ def encoded_body(response: Response) -> tuple[str, bool]:
     body = response.body_bytes()
     if response.is_binary:
         return binascii.b2a_base64(body, newline=False).decode("ascii"), True
-    return body.decode("utf-8"), False
+    text = response.text  # the JSON text the body was encoded from: no decode back
+    return (body.decode("utf-8") if text is None else text), False
 
 
 def strip_stage(path: str, stage: str | None) -> str:

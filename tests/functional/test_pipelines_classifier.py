@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,21 @@ def test_label_count_must_match_the_classes(tmp_path: Path,
                  "--labels", str(labels)]) == 0
     with pytest.raises(ModelLoadError, match="2 labels for 5 classes"):
         make_service(out)
+
+
+def test_the_answer_text_is_what_the_encoder_writes_for_the_answer(
+        logits_model: tuple[Path, Path], make_service: Callable[..., Any]) -> None:
+    """The graph's answer carries its own text (no encoder walk): byte for byte the plain
+    encoding of the same answer, for every batch size and k, over HTTP and direct."""
+    service = make_service(logits_model[1])
+    for rows, k in ((1, 1), (3, 2), (2, 1)):
+        inputs = batch(rows).tolist() if rows else []
+        event = {"version": "2.0", "rawPath": "/predict", "requestContext": {
+            "http": {"method": "POST", "path": "/predict"}}, "headers": {},
+            "body": json.dumps({"inputs": inputs, "parameters": {"top_k": k}})}
+        answer = service(event, Context())
+        assert answer["statusCode"] == 200, answer
+        direct = service({"inputs": inputs, "parameters": {"top_k": k}}, Context())
+        assert answer["body"] == json.dumps(direct, separators=(",", ":"))
+        assert len(direct["predictions"]) == rows
+        assert all(len(p["top_k"]) == k for p in direct["predictions"])

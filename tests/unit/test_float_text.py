@@ -90,6 +90,7 @@ def test_json_text_writes_null_for_non_finite_values() -> None:
     assert np.isnan(value[0][1]) and value[1] == [np.inf, -np.inf]  # the values stay floats
 
 
-def test_a_small_tensor_is_a_plain_list_of_its_shortest_floats() -> None:
+def test_a_small_tensor_carries_its_text_too() -> None:
     value = as_tensor(np.array([[0.1, 2.0], [np.nan, 3.25]], np.float32)).encoded_json()
-    assert value.__class__ is list and value[0] == [0.1, 2.0] and np.isnan(value[1][0])
+    assert value.text == "[[0.1,2.0],[null,3.25]]" and value.non_finite == 1
+    assert value[0] == [0.1, 2.0] and np.isnan(value[1][0])  # the shortest floats

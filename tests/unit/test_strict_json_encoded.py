@@ -20,8 +20,8 @@ def _plain(payload: Any) -> str:
 
 
 def _tensor(shape: tuple[int, ...], seed: int = 0) -> Any:
-    """An EncodedList of ``shape``, its last dimension × SMALL (a smaller tensor is a plain
-    list: splicing a few floats costs more than writing them)."""
+    """An EncodedList of ``shape``, its last dimension × SMALL (its text from the batch
+    passes)."""
     *outer, width = shape
     return as_tensor((np.random.default_rng(seed).standard_normal((*outer, width * SMALL)) / 9)
                      .astype(np.float32)).encoded_json()
@@ -69,3 +69,27 @@ def test_non_finite_values_are_null_and_counted_in_the_payload_as_written_too() 
     assert written == {"embeddings": [1.0, None, None] * SMALL, "n": 1}
     assert not any(isinstance(v, float) and not math.isfinite(v)
                    for v in written["embeddings"])
+
+
+def test_an_object_of_encoded_values_is_written_from_its_text() -> None:
+    inner = strict_json.encoded_object({"y": _tensor((2, 1)), "z": _tensor((1,), 1)})
+    payload = strict_json.encoded_object({"outputs": inner})
+    assert isinstance(payload, strict_json.EncodedDict)
+    text, written, non_finite = strict_json.dumps(payload)
+    assert text == _plain(payload) and written is payload and non_finite == 0
+    payload.text = payload.text.replace("]", " ]")  # the carried text is what goes out
+    assert strict_json.dumps(payload)[0] == payload.text
+
+
+def test_an_object_with_other_values_or_keys_stays_a_plain_dict() -> None:
+    for fields in ({"y": _tensor((2,)), "n": [1, 2]}, {1: _tensor((2,))}):
+        assert strict_json.encoded_object(fields) is fields
+
+
+def test_an_encoded_object_with_non_finite_values_is_written_with_nulls() -> None:
+    value = as_tensor(np.array([1.5, np.nan], np.float32)).encoded_json()
+    payload = strict_json.encoded_object({"outputs": strict_json.encoded_object({"y": value})})
+    assert payload.non_finite == 1
+    text, written, non_finite = strict_json.dumps(payload)
+    assert text == '{"outputs":{"y":[1.5,null]}}' and non_finite == 1
+    assert written == {"outputs": {"y": [1.5, None]}}
