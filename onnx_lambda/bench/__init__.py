@@ -22,6 +22,8 @@ Modules run with ``python -m onnx_lambda.bench.NAME``:
   a bare ``session.run`` in the same process, session-option and Powertools import costs;
 - ``warm_instructions``: the same warm comparison in CPU instructions per call (callgrind,
   counted only inside the calls), what wall-clock figures on a shared VM cannot pin;
+- ``cold_instructions``: the cold init against the two floors in CPU instructions (callgrind,
+  main thread, the bare interpreter subtracted): the cold-start verdict;
 - ``emulator_overhead``: what the local emulator adds over the handler in process (HTTP front,
   Invoke API, the RIE as reference), its throughput and its cold-start breakdown;
 - ``minilm_acceptance``: the quantized MiniLM against PyTorch fp32 (cosine, batch-1 latency,
