@@ -135,26 +135,27 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
                     if unpack(pack(float(shorter)))[0] == value:
                         text, candidate = shorter, float(shorter)
             else:
-                digits = first + 1
-                text = b"%.*g" % (digits, value)
-                candidate = float(text)
-                while digits < last and unpack(pack(candidate))[0] != value:
-                    digits += 1
-                    text = b"%.*g" % (digits, value)
-                    candidate = float(text)
+                text, candidate = _reading_back(value, first + 1, last, pack, unpack)
             if candidate.is_integer() or not -fixed_below < candidate < fixed_below:
                 text = repr(candidate).encode()  # %g and repr differ there (see _as_repr)
         else:  # a subnormal: coarser than normal values, tried from one digit up
-            digits = 1
-            text = b"%.*g" % (digits, value)
-            candidate = float(text)
-            while digits < last and unpack(pack(candidate))[0] != value:
-                digits += 1
-                text = b"%.*g" % (digits, value)
-                candidate = float(text)
+            text, candidate = _reading_back(value, 1, last, pack, unpack)
         found.append(text)
         floats.append(candidate)
     return found, floats, non_finite
+
+
+def _reading_back(value: float, digits: int, last: int, pack: Any,
+                  unpack: Any) -> tuple[bytes, float]:
+    """The text of ``value`` at the fewest of ``digits``..``last`` significant digits that reads
+    back as it (``last`` always does), and the float it reads as."""
+    text = b"%.*g" % (digits, value)
+    candidate = float(text)
+    while digits < last and unpack(pack(candidate))[0] != value:
+        digits += 1
+        text = b"%.*g" % (digits, value)
+        candidate = float(text)
+    return text, candidate
 
 
 def _normal(values: list[float], dtype: str, blob: bytes) -> tuple[list[bytes], list[float]]:
