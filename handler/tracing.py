@@ -31,9 +31,15 @@ def install(telemetry: Any) -> None:
 
 
 def traced(request: Callable[..., str]) -> Callable[..., str]:
-    def record_and_log(durations: Mapping[str, float], **fields: Any) -> str:
-        timing = request(durations, **fields)  # the Server-Timing header
-        record(durations, time.time(), fields)
+    """``Telemetry.request`` (called with positional arguments, its own order), recording."""
+
+    def record_and_log(durations: Mapping[str, float], request_id: str, cold: bool,
+                       source: str, method: str | None, path: str | None, status: int,
+                       error_type: str | None = None, non_finite: int = 0) -> str:
+        timing = request(durations, request_id, cold, source, method, path, status, error_type,
+                         non_finite)  # the Server-Timing header
+        record(durations, time.time(), {"cold": cold, "status": status, "path": path,
+                                        "error_type": error_type})
         return timing
 
     return record_and_log
