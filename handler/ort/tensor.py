@@ -94,12 +94,10 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
-        shape, data = self.shape, self.data
+        shape = self.shape
         if not float_text.supports(self.dtype) or not shape or 0 in shape:
             return self.json()
-        flat = (memoryview(data).cast("f").tolist() if self.dtype == "float32"
-                and data.__class__ is bytes else self.flat())  # (the usual output: one call)
-        texts, floats, non_finite = float_text.texts(flat, self.dtype)
+        texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
         value = EncodedList(nest(floats, shape))
         value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
         return value
