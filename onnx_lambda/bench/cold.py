@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from handler.model import threads_for, visible_cpus
 from onnx_lambda.bench import servers
 from onnx_lambda.bench.bytecode import compile_shipped
-from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, LAMBDA_TARGETS, Subject
+from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, FLOOR_HANDLER, LAMBDA_TARGETS, Subject
 from onnx_lambda.client.timing import parse_server_timing
 from onnx_lambda.source_tree import root
 
@@ -199,6 +199,8 @@ def scenarios(subject: Subject, memory_mb: int, *, emulator: bool,
     runs: dict[str, Callable[[], Any]] = {
         f"{FLOOR}|probe": lambda: floor(subject),
         f"{CAPI_FLOOR}|probe": lambda: floor(subject, "capi_floor", memory_mb)}
+    if emulator:  # the first response every handler on numpy + the binding is bounded by
+        runs[f"{FLOOR}|emulated"] = lambda: emulated(subject, FLOOR_HANDLER, memory_mb)
     for name, module in (targets or LAMBDA_TARGETS).items():
         runs[f"{name}|probe"] = lambda m=module: probe(subject, m, memory_mb)
         if emulator:

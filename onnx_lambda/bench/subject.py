@@ -26,6 +26,8 @@ LAMBDA_TARGETS = {
     "FastAPI + Mangum": "onnx_lambda.bench.baselines.fastapi_mangum",
 }
 FLOOR = "floor"
+# the floor as a Lambda handler: served through the emulator beside the Lambda-style targets
+FLOOR_HANDLER = "onnx_lambda.bench.baselines.floor_handler"
 CAPI_FLOOR = "C-API floor"  # bare interpreter + ctypes over libonnxruntime + session + run
 ALWAYS_ON = "FastAPI + uvicorn (always-on)"
 # The same server held to the CPU share the Lambda targets get (their memory size buys it)

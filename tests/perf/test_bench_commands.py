@@ -50,6 +50,8 @@ def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
     assert set(result["cold"]) == {"floor", "C-API floor", "onnx-lambda", "naive handler",
                                    "FastAPI + Mangum"}
     assert "emulated" in result["cold"]["onnx-lambda"]
+    assert "emulated" in result["cold"]["floor"]  # the floor handler, through the emulator too
+    assert "first response through the emulator ≤ 0.55× the floor's" in text
     # the three Lambda-style targets, the always-on server and its same-CPU-share twin (this
     # machine can always limit CPU: a cgroup quota as root, else core pinning)
     assert set(result["warm"]["1"]) == {"onnx-lambda", "naive handler", "FastAPI + Mangum",

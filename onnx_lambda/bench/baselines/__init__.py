@@ -3,6 +3,7 @@
 (the portable ``.onnx``) and takes the simple JSON body ``{"inputs": {name: nested list}}``.
 
 - ``floor``: bare onnxruntime in a process (import, session, run): the physical limit;
+  ``floor_handler`` is the same as a Lambda handler, for first responses through the emulator;
 - ``naive_handler``: the common sample style (heavy imports at module top, default session
   options, model loaded lazily in the first request);
 - ``fastapi_mangum``: a FastAPI app behind the Mangum adapter as a Lambda handler;
