@@ -47,13 +47,14 @@ ARCH_ALIASES = {"x86_64": "x86_64", "arm64": "aarch64"}
 # out of the image's COPY) and bytecode caches.
 NOT_SHIPPED_CODE = ("Dockerfile", "__pycache__")
 
-# Not needed to import numpy (installed only on request, for a user pipeline).
+# Not needed to import numpy (installed only on request, for a user pipeline) or cyyjson.
 PRUNED_DIRS = (
     "bin",
     "numpy/_core/include",
     "numpy/_core/lib",
     "numpy/f2py",
     "numpy/_pyinstaller",
+    "yyjson",  # its Python package (enums) and C sources: the handler imports its module cyyjson
 )
 PRUNED_DIR_NAMES = ("tests", "__pycache__")
 PRUNED_SUFFIXES = (".pyi", ".pxd", ".h", ".c", ".cpp", ".a")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import struct
 
-from handler.ort import float_text
+from handler.ort import float_json, float_text
 from handler.ort.float_text import EncodedList, shortest
 from handler.records import NamedTuple
 
@@ -87,7 +87,10 @@ class Tensor(NamedTuple):
         them as null, and counts them)."""
         if not float_text.supports(self.dtype):
             return self.tolist()
-        return nest(shortest(self.flat(), self.dtype), self.shape)
+        flat = self.flat()
+        if self._in_c(flat):  # a plain list: its caller may change it, the text would not follow
+            return list(float_json.encoded(nest(flat, self.shape)))
+        return nest(shortest(flat, self.dtype), self.shape)
 
     def encoded_json(self) -> Any:
         """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
@@ -97,10 +100,19 @@ class Tensor(NamedTuple):
         shape = self.shape
         if not float_text.supports(self.dtype) or not shape or 0 in shape:
             return self.json()
-        texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
+        flat = self.flat()
+        if self._in_c(flat):
+            return float_json.encoded(nest(flat, shape))
+        texts, floats, non_finite = float_text.texts(flat, self.dtype)
         value = EncodedList(nest(floats, shape))
         value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
         return value
+
+    def _in_c(self, flat: list[Any]) -> bool:
+        """Whether ``float_json`` writes these values: a float32 array of ``SMALL`` values or
+        more, all finite (their float64 sum cannot overflow, and NaN/±inf carry through it)."""
+        return (self.dtype == "float32" and len(flat) >= float_text.SMALL and bool(self.shape)
+                and math.isfinite(sum(flat)))
 
     def numpy(self) -> Any:
         """A numpy view of the same memory (read-only when the buffer is ``bytes``)."""

@@ -3,12 +3,14 @@
     python -m onnx_lambda.bench.json_floats [--model models/minilm] [--batch 8] [--repeat 40]
 
 The model's example, repeated ``--batch`` times, runs once through the handler's session; each
-float32 output tensor is then written as a JSON body three ways, interleaved, and each way's
+float32 output tensor is then written as a JSON body four ways, interleaved, and each way's
 text is checked to read back as the same float32 values:
 - float64 repr: ``tolist()`` of the widened values (what the numpy-based runtime wrote);
-- shortest: ``Tensor.encoded_json()`` through ``strict_json.dumps`` (what the handler writes): the
-  shortest decimal that reads back as the same float32, written in bulk bytes passes by
-  ``handler.ort.float_text`` and spliced into the body as the array's text (``EncodedList``);
+- shortest, in C: ``Tensor.encoded_json()`` through ``strict_json.dumps`` (what the handler
+  writes): the shortest decimal that reads back as the same float32, written by yyjson
+  (``handler.ort.float_json``) and spliced into the body as the array's text (``EncodedList``);
+- shortest, pure Python: the same text from ``handler.ort.float_text``'s bulk bytes passes (what
+  the handler writes for float16, non-finite values and arrays under ``float_text.SMALL``);
 - ``%.9g`` text: nine significant digits always round-trip a float32; one ``%`` pass per row
   writes the array's text, with no float parse or ``repr`` per value.
 """
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from handler import strict_json
-from handler.ort.tensor import Tensor
+from handler.ort import float_text
+from handler.ort.tensor import EncodedList, Tensor, _nested_text, nest
 
 
 def nine_digits(tensor: Tensor) -> str:
@@ -39,9 +42,18 @@ def nine_digits(tensor: Tensor) -> str:
     return "[" + ",".join(rows) + "]"
 
 
+def python_shortest(tensor: Tensor) -> str:
+    """The body as ``encoded_json`` wrote it before yyjson: ``float_text``'s passes."""
+    texts, floats, non_finite = float_text.texts(tensor.flat(), tensor.dtype)
+    value = EncodedList(nest(floats, tensor.shape))
+    value.text, value.non_finite = _nested_text(texts, tensor.shape).decode(), non_finite
+    return strict_json.dumps(value)[0]
+
+
 WAYS: dict[str, Callable[[Tensor], str]] = {
     "float64 repr (numpy runtime)": lambda t: strict_json.dumps(t.tolist())[0],
-    "shortest float32 (today)": lambda t: strict_json.dumps(t.encoded_json())[0],
+    "shortest float32, yyjson (the handler)": lambda t: strict_json.dumps(t.encoded_json())[0],
+    "shortest float32, pure Python (float_text)": python_shortest,
     "%.9g text": nine_digits,
 }
 

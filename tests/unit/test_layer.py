@@ -70,13 +70,13 @@ def test_a_pipelines_extra_requirements_come_on_top_by_file_name() -> None:
         build_layer.pip_command(Path("/out"), "x86_64", extra=("requirements-nope.txt",))
 
 
-def test_runtime_requirements_are_the_c_library_only_and_numpy_is_an_option() -> None:
+def test_runtime_requirements_are_the_c_library_and_yyjson_and_numpy_is_an_option() -> None:
     def pins(name: str) -> set[str]:
         text = (cfn.ROOT / "layers" / name).read_text()
         return {line.split("==")[0] for line in text.splitlines()
                 if line.strip() and not line.startswith("#")}
 
-    assert pins("requirements.txt") == {"onnxruntime"}
+    assert pins("requirements.txt") == {"onnxruntime", "yyjson"}  # handler/ort/float_json.py
     assert pins("requirements-numpy.txt") == {"numpy"}
     assert pins("requirements-text.txt") == {"tokenizers"}
     assert build_layer.pinned_version(build_layer.REQUIREMENTS) == "1.32.0"
