@@ -124,3 +124,15 @@ def test_wordpiece_artifact_ships_the_split_and_the_previous_layout_still_loads(
 
 def _normalised(vector: np.ndarray) -> np.ndarray:
     return vector / np.linalg.norm(vector)
+
+
+def test_missing_vocabulary_fails_init(tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx",
+                                              rows=len(build_models.wordpiece_vocab()))
+    tokenizer = build_models.wordpiece_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer)]) == 0
+    (out / "vocab.txt").unlink()
+    with pytest.raises(ModelLoadError, match=r"tokenizer\.base\.json with vocab\.txt"):
+        make_service(out)
