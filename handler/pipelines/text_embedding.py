@@ -8,6 +8,8 @@ Request ``{"inputs": ["first sentence", "second"]}`` (or a single string). Respo
 padded to its longest sentence (not to ``max_length``): short requests stay cheap.
 
 Options (``pipeline_options``): ``tokenizer`` — file beside the model (``tokenizer.json``);
+``vocabulary`` — for a WordPiece tokenizer split by build-model, its ``vocab.txt``
+(``tokenizer_files``);
 ``max_length`` — truncation length in tokens (256); ``max_batch`` — sentences per request (64);
 ``output`` — the token-embeddings output (default: the first); ``pooling`` — ``mean`` (masked
 mean over tokens) or ``cls`` (first token); ``normalize`` — L2-normalise (true).
@@ -47,16 +49,19 @@ class TextEmbeddingPipeline(Pipeline):
         super().__init__(model, options)
         # tokenizers (a Rust extension, ~10 MB) is needed by text models only: importing it here
         # keeps it off the cold path, and out of the image, of every other model.
+        from handler.pipelines import tokenizer_files
+
+        path = model.artifact.file(self.options.get("tokenizer", "tokenizer.json"))
+        vocabulary = self.options.get("vocabulary")
         try:
-            from tokenizers import Tokenizer
+            self.tokenizer = tokenizer_files.load(
+                path, vocabulary and model.artifact.file(vocabulary))
         except ImportError:
             raise ModelLoadError(f"the text-embedding pipeline needs tokenizers: "
                                  f"{REQUIREMENTS_HINT}") from None
-        path = model.artifact.file(self.options.get("tokenizer", "tokenizer.json"))
-        try:
-            self.tokenizer = Tokenizer.from_file(path)
         except Exception as exc:  # tokenizers raises a bare Exception for missing/corrupt files
-            raise ModelLoadError(f"text-embedding pipeline: cannot load {path}: {exc}") from exc
+            raise ModelLoadError(f"text-embedding pipeline: cannot load {path}"
+                                 f"{f' with {vocabulary}' if vocabulary else ''}: {exc}") from exc
         self.max_length = int(self.options.get("max_length", 256))
         self.max_batch = int(self.options.get("max_batch", 64))
         self.normalize = bool(self.options.get("normalize", True))

@@ -39,6 +39,7 @@ from onnx_lambda.build_model import (
     quant_methods,
     quantize,
     signature,
+    tokenizer_split,
 )
 from onnx_lambda.build_model.errors import AccuracyGateError
 from onnx_lambda.build_model.gate import Accuracy, Feeds, collect, compare
@@ -192,6 +193,13 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
+        tokenizer = pipeline_options.get("tokenizer", "tokenizer.json")
+        if (spec.pipeline == "text-embedding" and tokenizer in spec.files
+                and "vocabulary" not in pipeline_options):
+            named = tokenizer_split.split(staging / tokenizer, staging)
+            if named is not None:  # the same tokens, a third of the tokenizer's load cost
+                pipeline_options.update(named)
+                note(f"tokenizer: {named['tokenizer']} + {named['vocabulary']}")
         inline, example_file = spec.example, None
         if found is not None:
             inline, example_file = example.write(found.feeds, spec.pipeline, staging)

@@ -11,6 +11,10 @@
   version (the manifest records it; the runtime falls back to the portable model otherwise).
   ``extended`` is the default: ``all`` adds layout transformations specific to the build
   machine's CPU, which a Lambda on another instance family may not share.
+  An ``.onnx`` target keeps its initializers of ``EXTERNAL_MIN_BYTES`` or more in
+  ``<target>.data`` beside it (``external_data``), which onnxruntime maps into memory instead of
+  reading them into the parsed model and copying them out again: MiniLM's peak RSS at session
+  creation 71.1 → 59.0 MB, the same warm run time. A model without such a tensor gets no file.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ LEVELS = {
 TRANSFORMER_INPUTS = {"input_ids", "attention_mask"}
 # onnxruntime fusions left out offline: slower on the CPU than the ops they replace (above).
 UNFUSED = ["SkipLayerNormFusion"]
+EXTERNAL_MIN_BYTES = 65536  # smaller ones stay inline: a mapping of its own would cost more
 
 
 def looks_like_transformer(model: onnx.ModelProto) -> bool:
@@ -61,14 +66,27 @@ def fuse_transformer(source: Path, target: Path, num_heads: int = 0,
     return {op: count for op, count in stats.items() if count}
 
 
+def external_data(target: Path) -> Path:
+    """Where an optimized ``.onnx`` file's large initializers go."""
+    return target.with_name(f"{target.name}.data")
+
+
 def optimize_offline(source: Path, target: Path, level: str) -> None:
     """Save the graph as onnxruntime optimizes it at ``level``; a ``.ort`` target is saved in
-    ORT format (smaller, faster to load, needs no protobuf parsing)."""
+    ORT format (smaller, faster to load, needs no protobuf parsing), an ``.onnx`` one with its
+    large initializers in ``external_data(target)``."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = LEVELS[level]
     options.optimized_model_filepath = str(target)
     if target.suffix == ".ort":
         options.add_session_config_entry("session.save_model_format", "ORT")
+    else:
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name",
+            external_data(target).name)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes",
+            str(EXTERNAL_MIN_BYTES))
     ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"],
                          disabled_optimizers=UNFUSED)

@@ -99,3 +99,31 @@ def test_skip_layer_normalization_is_left_unfused_by_the_fusions_and_offline(
 
 def ops(path: Path) -> set[str]:
     return {n.op_type for n in onnx.load(str(path)).graph.node}
+
+
+def test_offline_model_keeps_its_large_initializers_mapped_beside_it(tmp_path: Path) -> None:
+    """The optimized ``.onnx`` file holds the graph; its MiB-sized weights are in
+    ``model.opt.onnx.data``, which the runtime's session (C API, from a path) maps into memory
+    rather than reading (an embedding table: weights a kernel prepacks are copied anyway); the
+    outputs are the source's. A model of small tensors gets no file."""
+    from handler.ort.session import Session
+    from handler.ort.tensor import from_values
+    from tests.support import build_models
+
+    source, table = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=256, rows=4096)
+    target = tmp_path / "model.opt.onnx"
+    optimize.optimize_offline(source, target, "extended")
+    data = optimize.external_data(target)
+    assert data.stat().st_size >= table.nbytes and target.stat().st_size < 65536
+    session = Session(str(target), intra_op_threads=1, optimization="disable")
+    with open("/proc/self/maps", encoding="ascii", errors="replace") as fh:
+        assert str(data) in fh.read()
+    ids = [[5, 4095, 0], [7, 7, 1]]
+    feeds = {s.name: from_values("int64", (2, 3), [v for row in ids for v in row])
+             for s in session.inputs}
+    got = np.array(session.run(feeds)["last_hidden_state"].tolist(), dtype=np.float32)
+    np.testing.assert_array_equal(got, table[np.array(ids)])
+    session.close()
+    small = build_models.mlp(tmp_path / "mlp.onnx")
+    optimize.optimize_offline(small, tmp_path / "mlp.opt.onnx", "extended")
+    assert not optimize.external_data(tmp_path / "mlp.opt.onnx").exists()

@@ -3,6 +3,7 @@ model whose token vectors are rows of a known table, so pooling can be checked e
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from handler.errors import ModelLoadError
+from handler.manifest import Manifest
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import build_models
@@ -87,4 +89,50 @@ def test_missing_tokenizer_fails_init(tmp_path: Path, make_service: Callable[...
     assert main(["build-model", str(source), "-o", str(out), "--pipeline",
                  "text-embedding"]) == 0
     with pytest.raises(ModelLoadError, match=r"tokenizer\.json"):
+        make_service(out)
+
+
+def test_wordpiece_artifact_ships_the_split_and_the_previous_layout_still_loads(
+        tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    """build-model splits a WordPiece tokenizer (tokenizer.base.json + vocab.txt, named in the
+    manifest); the same artifact in the previous layout (tokenizer.json alone) embeds the same."""
+    vocab = build_models.wordpiece_vocab()
+    source, table = build_models.token_embeddings(tmp_path / "tokens.onnx", rows=len(vocab))
+    tokenizer = build_models.wordpiece_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer)]) == 0
+    manifest = Manifest.load(out)
+    assert manifest.pipeline_options["vocabulary"] == "vocab.txt"
+    assert {"tokenizer.json", "tokenizer.base.json", "vocab.txt"} <= set(manifest.files)
+    previous = tmp_path / "previous"
+    shutil.copytree(out, previous)
+    for name in ("tokenizer.base.json", "vocab.txt"):
+        (previous / name).unlink()
+        del manifest.files[name]
+    options = {k: v for k, v in manifest.pipeline_options.items()
+               if k not in ("tokenizer", "vocabulary")}
+    manifest._replace(pipeline_options=options).dump(previous)
+    sentences = ["the cat sat [MASK]", "Café unable", "日本 😀 👍", "", "dogs runs " * 200]
+    split, whole = (make_service(f)({"inputs": sentences}, Context()) for f in (out, previous))
+    assert split == whole
+    ids = [vocab["[CLS]"], vocab["the"], vocab["cat"], vocab["sat"], vocab["[MASK]"],
+           vocab["[SEP]"]]
+    np.testing.assert_allclose(split["embeddings"][0], _normalised(table[ids].mean(axis=0)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def _normalised(vector: np.ndarray) -> np.ndarray:
+    return vector / np.linalg.norm(vector)
+
+
+def test_missing_vocabulary_fails_init(tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx",
+                                              rows=len(build_models.wordpiece_vocab()))
+    tokenizer = build_models.wordpiece_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer)]) == 0
+    (out / "vocab.txt").unlink()
+    with pytest.raises(ModelLoadError, match=r"tokenizer\.base\.json with vocab\.txt"):
         make_service(out)

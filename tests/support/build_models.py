@@ -58,11 +58,11 @@ def custom_op(path: Path) -> Path:
 
 def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0, opset: int = OPSET,
                      names: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids"),
-                     ) -> tuple[Path, np.ndarray]:
+                     rows: int = len(VOCAB)) -> tuple[Path, np.ndarray]:
     """``names`` (input_ids first): int64[batch, sequence] →
-    last_hidden_state: float32[batch, sequence, dim], each token's row of a random table
-    (returned, so tests can compute the expected pooling themselves)."""
-    table = np.random.default_rng(seed).standard_normal((len(VOCAB), dim)).astype(np.float32)
+    last_hidden_state: float32[batch, sequence, dim], each token's row of a random table of
+    ``rows`` tokens (returned, so tests can compute the expected pooling themselves)."""
+    table = np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float32)
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
               for n in names]
     out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
@@ -91,6 +91,35 @@ def word_tokenizer(path: Path) -> Path:
 
     tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(path))
+    return path
+
+
+def wordpiece_vocab() -> dict[str, int]:
+    """A BERT-style WordPiece vocabulary: special tokens, ASCII words and characters with their
+    ``##`` continuations, accented Latin, Cyrillic, CJK and a few emoji."""
+    words = [*WORDS, "un", "##able", "##s", "##ing", "##ed", "café", "lambda", "aws"]
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # numbered after words, as BERT's are
+    chars = [*(chr(c) for c in range(0x21, 0x7F)), *(chr(c) for c in range(0xE0, 0x100)),
+             *(chr(c) for c in range(0x430, 0x450)), *(chr(c) for c in range(0x4E00, 0x4E80)),
+             "😀", "👍"]
+    tokens = ["[PAD]", *words, *specials, *chars, *(f"##{c}" for c in chars[:120])]
+    return {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+
+
+def wordpiece_tokenizer(path: Path) -> Path:
+    """A BERT-style ``tokenizer.json`` (normaliser, pre-tokenizer, [CLS]/[SEP] template,
+    special tokens added) over ``wordpiece_vocab()``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    vocab = wordpiece_vocab()
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=20))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tokenizer.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     tokenizer.save(str(path))
     return path
 
