@@ -68,7 +68,7 @@ _E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int n
 _WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
 # what ``_one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
 _ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
-                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack)
+                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack, b"%%.%dg" % first)
         for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
 
 
@@ -109,7 +109,7 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
     """``texts`` for a few values, each as the batch passes decide it (``_normal``): from the
     first pass's digits, one fewer only after a 1 or 9, more only after a miss; integral values
     under 2 ** mantissa bits are their own shortest text; subnormals from one digit up."""
-    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack = _ONE[dtype]
+    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack, at_first = _ONE[dtype]
     found: list[bytes] = []
     floats: list[float] = []
     non_finite = 0
@@ -124,7 +124,7 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
         elif value.is_integer() and -whole < value < whole:  # every integer there is a value
             candidate, text = value, b"%.1f" % value  # repr's text ("-0.0" too), in fewer steps
         elif value >= tiny or value <= -tiny:
-            text = b"%.*g" % (first, value)
+            text = at_first % value
             candidate = float(text)
             if unpack(pack(candidate))[0] == value:
                 # one digit fewer can read back only where the first pass wrote all its digits
@@ -136,8 +136,11 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
                         text, candidate = shorter, float(shorter)
             else:
                 text, candidate = _reading_back(value, first + 1, last, pack, unpack)
-            if candidate.is_integer() or not -fixed_below < candidate < fixed_below:
-                text = repr(candidate).encode()  # %g and repr differ there (see _as_repr)
+            # %g and repr differ on large values and on integral ones (see _as_repr); here an
+            # integral candidate is a value of at least ``whole`` (one under it reads back
+            # only as itself, an integer, which took the branch above): large too
+            if not -fixed_below < candidate < fixed_below:
+                text = repr(candidate).encode()
         else:  # a subnormal: coarser than normal values, tried from one digit up
             text, candidate = _reading_back(value, 1, last, pack, unpack)
         found.append(text)

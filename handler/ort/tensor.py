@@ -94,12 +94,18 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
-        shape = self.shape
-        if not float_text.supports(self.dtype) or not shape or 0 in shape:
-            return self.json()
-        texts, floats, non_finite = float_text.texts(self.flat(), self.dtype)
-        value = EncodedList(nest(floats, shape))
-        value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
+        layout = _LAYOUTS.get((self.dtype, self.shape))
+        if layout is None:
+            if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
+                return self.json()
+            layout = _layout(self.dtype, self.shape)
+        texts, floats, non_finite = float_text.texts(layout.unpack(self.data), self.dtype)
+        value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
+        if layout.template is None:
+            value.text = _nested_joins(texts, self.shape).decode()
+        else:
+            value.text = (layout.template % tuple(texts)).decode()
+        value.non_finite = non_finite
         return value
 
     def numpy(self) -> Any:
@@ -118,31 +124,43 @@ class Tensor(NamedTuple):
 
 def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
     """A flat C-order list → nested lists of ``shape``."""
+    if len(shape) == 2 and shape[0] == 1:  # one row (a batch of one, the usual request)
+        return [flat]
     if not shape:
         return flat[0]
     if 0 in shape:
         return _empty(shape)
-    for dim in reversed(shape[1:]):
-        # one row (a batch of one, the usual request) needs no slicing
+    for dim in shape[:0:-1]:  # the inner dimensions, innermost first
+        # a single row needs no slicing
         flat = [flat] if len(flat) == dim else [flat[i:i + dim] for i in range(0, len(flat), dim)]
     return flat
 
 
-def _nested_text(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
-    """Values' JSON texts in C order → the JSON text of the array of ``shape``: a few by one
-    ``%`` on the shape's template (remembered), more by joins (a template's ``%`` over
-    thousands of values costs twice the joins, and its text as much memory)."""
-    if len(texts) >= float_text.SMALL:
-        return _nested_joins(texts, shape)
-    template = _TEXT_TEMPLATES.get(shape)
-    if template is None:
-        template = _nested_joins([b"%s"] * len(texts), shape)
-        if len(_TEXT_TEMPLATES) < 64:  # a client's own batch and sequence sizes: bounded
-            _TEXT_TEMPLATES[shape] = template
-    return template % tuple(texts)
+class _Layout:
+    """How ``encoded_json`` writes a float tensor of one element type and shape, worked out
+    once: one ``struct`` call reads its values (a memoryview cast costs three), a rank-1 array
+    is its own nest, and a few values take one ``%`` on the shape's text with a ``%s`` per
+    value (a template's ``%`` over thousands of values costs twice the joins, and its text as
+    much memory)."""
+
+    __slots__ = ("nested", "template", "unpack")
+
+    def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
+        count = math.prod(shape)
+        self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
+        self.nested = len(shape) > 1
+        self.template = (_nested_joins([b"%s"] * count, shape)
+                         if count < float_text.SMALL else None)
 
 
-_TEXT_TEMPLATES: dict[tuple[int, ...], bytes] = {}  # shape → its text with a %s per value
+def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout:
+    layout = _Layout(dtype, shape)
+    if len(_LAYOUTS) < 64:  # a client's own batch and sequence sizes: bounded
+        _LAYOUTS[dtype, shape] = layout
+    return layout
+
+
+_LAYOUTS: dict[tuple[str, tuple[int, ...]], _Layout] = {}
 
 
 def _nested_joins(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
