@@ -182,8 +182,9 @@ class Service:
         if answer_npy:
             return npy.encode(outputs, request.query)
         if is_npy:
-            return Response(200, payload=tensors.outputs_to_json(outputs))
-        return Response(200, payload=self.pipeline.postprocess(outputs, parameters, feeds))
+            return Response(200, tensors.outputs_to_json(outputs))
+        # positional: a keyword costs a name match per call
+        return Response(200, self.pipeline.postprocess(outputs, parameters, feeds))
 
     def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
         if _wants_npy(request.headers.get("accept", ""), default=False):

@@ -4,7 +4,7 @@ Standard library only, and C-level throughout: every pass formats a whole batch 
 ``%`` (twice as fast as ``str``'s), parses it back with ``map(float)`` and checks it with one
 ``struct`` round trip and ``map(operator.eq)``; values are split and merged with
 ``itertools.compress`` and ``list.__setitem__`` mapped over indices, no per-value Python
-loop. The exceptions go one by one (``_one_by_one``): batches under ``SMALL`` values, where the
+loop. The exceptions go one by one (``one_by_one``): batches under ``SMALL`` values, where the
 passes' fixed cost dominates, and the rare NaN/±inf and subnormals. What it costs and where
 the floor is: the README's "MiniLM's JSON response".
 
@@ -66,7 +66,7 @@ _ONE_OR_NINE = frozenset(b"19")
 _E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int needle does not
 # Below 2 ** (mantissa bits + 1) every integer is a value of the type: its digits are its text.
 _WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
-# what ``_one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
+# what ``one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
 _ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
                 _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack, b"%%.%dg" % first)
         for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
@@ -80,7 +80,7 @@ def texts(values: list[float], dtype: str) -> tuple[list[bytes], list[float], in
     """→ (each value's shortest text, ``b"null"`` where not finite; the floats those texts
     read as, NaN and ±inf kept; how many were not finite)."""
     if len(values) < SMALL:
-        return _one_by_one(values, dtype)
+        return one_by_one(values, dtype)
     _, _, first, _, tiny, marks = _SPECS[dtype]
     blob = _format(values, first)
     if not any(mark in blob for mark in marks) or (  # memchr speed, and a precise look after
@@ -94,7 +94,7 @@ def texts(values: list[float], dtype: str) -> tuple[list[bytes], list[float], in
         subset = [values[i] for i in regular]
         _scatter(found, regular, _normal(subset, dtype, _format(subset, first)))
         others = list(compress(range(len(values)), map(not_, usual)))
-        *written, non_finite = _one_by_one([values[i] for i in others], dtype)
+        *written, non_finite = one_by_one([values[i] for i in others], dtype)
         _scatter(found, others, written)
     return found[0], found[1], non_finite
 
@@ -105,7 +105,7 @@ def shortest(values: list[float], dtype: str) -> list[float]:
     return texts(values, dtype)[1]
 
 
-def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float], int]:
+def one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float], int]:
     """``texts`` for a few values, each as the batch passes decide it (``_normal``): from the
     first pass's digits, one fewer only after a 1 or 9, more only after a miss; integral values
     under 2 ** mantissa bits are their own shortest text; subnormals from one digit up."""

@@ -99,7 +99,7 @@ class Tensor(NamedTuple):
             if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
                 return self.json()
             layout = _layout(self.dtype, self.shape)
-        texts, floats, non_finite = float_text.texts(layout.unpack(self.data), self.dtype)
+        texts, floats, non_finite = layout.texts(layout.unpack(self.data), self.dtype)
         value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
         if layout.template is None:
             value.text = _nested_joins(texts, self.shape).decode()
@@ -143,14 +143,15 @@ class _Layout:
     value (a template's ``%`` over thousands of values costs twice the joins, and its text as
     much memory)."""
 
-    __slots__ = ("nested", "template", "unpack")
+    __slots__ = ("nested", "template", "texts", "unpack")
 
     def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
         count = math.prod(shape)
         self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
         self.nested = len(shape) > 1
-        self.template = (_nested_joins([b"%s"] * count, shape)
-                         if count < float_text.SMALL else None)
+        few = count < float_text.SMALL
+        self.texts = float_text.one_by_one if few else float_text.texts  # (``texts``' choice)
+        self.template = _nested_joins([b"%s"] * count, shape) if few else None
 
 
 def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout:
