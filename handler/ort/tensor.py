@@ -63,9 +63,12 @@ class Tensor(NamedTuple):
 
     def flat(self) -> list[Any]:
         """The elements in C order as Python values (bool, int, float, str)."""
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is not None:
+            return list(layout.unpack(self.data))
         if self.dtype == "string":
             return list(self.data)
-        fmt = DTYPES[self.dtype][1]
+        fmt = DTYPES[self.dtype][1]  # a scalar or an empty tensor
         if fmt == "e":  # memoryview has no half-precision cast; struct has
             return list(struct.unpack(f"<{self.size}e", self.data))
         data = self.data
@@ -74,6 +77,10 @@ class Tensor(NamedTuple):
 
     def tolist(self) -> Any:
         """Nested lists like ``numpy.ndarray.tolist`` (a scalar for rank 0)."""
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is not None and layout.few:
+            flat = list(layout.unpack(self.data))
+            return nest(flat, self.shape) if layout.nested else flat
         if self.dtype not in ("string", "float16") and 0 not in self.shape and self.shape:
             # one C-level call builds the whole nest
             return memoryview(self.data).cast("B").cast(DTYPES[self.dtype][1],
@@ -94,11 +101,9 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
-        layout = _LAYOUTS.get((self.dtype, self.shape))
-        if layout is None:
-            if not float_text.supports(self.dtype) or not self.shape or 0 in self.shape:
-                return self.json()
-            layout = _layout(self.dtype, self.shape)
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
+            return self.json()
         texts, floats, non_finite = layout.texts(layout.unpack(self.data), self.dtype)
         value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
         if layout.template is None:
@@ -137,24 +142,32 @@ def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
 
 
 class _Layout:
-    """How ``encoded_json`` writes a float tensor of one element type and shape, worked out
-    once: one ``struct`` call reads its values (a memoryview cast costs three), a rank-1 array
-    is its own nest, and a few values take one ``%`` on the shape's text with a ``%s`` per
-    value (a template's ``%`` over thousands of values costs twice the joins, and its text as
-    much memory)."""
+    """How a numeric tensor of one element type and shape is read, worked out once: one
+    ``struct`` call reads its values (a memoryview cast costs three), a rank-1 array is its own
+    nest; for a float tensor, how ``encoded_json`` writes it: a few values by one ``%`` on the
+    shape's text with a ``%s`` per value (a template's ``%`` over thousands of values costs
+    twice the joins, and its text as much memory), more by joins."""
 
-    __slots__ = ("nested", "template", "texts", "unpack")
+    __slots__ = ("few", "nested", "template", "texts", "unpack")
 
     def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
         count = math.prod(shape)
         self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
         self.nested = len(shape) > 1
-        few = count < float_text.SMALL
-        self.texts = float_text.one_by_one if few else float_text.texts  # (``texts``' choice)
-        self.template = _nested_joins([b"%s"] * count, shape) if few else None
+        self.few = count < float_text.SMALL
+        self.texts: Any = None  # float_text's writer for this many values; None: no float type
+        self.template = None
+        if float_text.supports(dtype):
+            self.texts = float_text.one_by_one if self.few else float_text.texts
+            if self.few:
+                self.template = _nested_joins([b"%s"] * count, shape)
 
 
-def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout:
+def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout | None:
+    """A new layout (remembered while there are few); None for strings, scalars and empty
+    tensors, which take the plain paths."""
+    if dtype == "string" or not shape or 0 in shape:
+        return None
     layout = _Layout(dtype, shape)
     if len(_LAYOUTS) < 64:  # a client's own batch and sequence sizes: bounded
         _LAYOUTS[dtype, shape] = layout
