@@ -56,6 +56,7 @@ _EXCEPTIONS = {dtype: {sign * value: (sign * float(text), repr(sign * float(text
                        for value, text in table.items() for sign in (1.0, -1.0)}
                for dtype, table in _NOT_NEAREST.items()}
 _FORMAT = {digits: b"%%.%dg," % digits for digits in range(1, 10)}
+_ONE_VALUE = {digits: b"%%.%dg" % digits for digits in range(1, 10)}  # (no "*": no tuple)
 _STRUCTS = {dtype: struct.Struct(spec[0]) for dtype, spec in _SPECS.items()}
 # Fewer values than this go one by one: the batch passes cost ~100 K instructions of fixed work
 # (splits, compresses, scatters) and ~8.7 K a value, the loop ~7 K and ~13 K a value (callgrind:
@@ -68,7 +69,7 @@ _E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int n
 _WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
 # what ``one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
 _ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
-                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack, b"%%.%dg" % first)
+                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack, _ONE_VALUE[first])
         for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
 
 
@@ -131,9 +132,10 @@ def one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float
                 # and the last is 1 or 9, or wrote an exponent (whose last byte is no digit)
                 if fewest < first and ((text[-1] in _ONE_OR_NINE and len(text) > first)
                                        or _E in text):
-                    shorter = b"%.*g" % (fewest, value)
-                    if unpack(pack(float(shorter)))[0] == value:
-                        text, candidate = shorter, float(shorter)
+                    shorter = _ONE_VALUE[fewest] % value
+                    fewer = float(shorter)
+                    if unpack(pack(fewer))[0] == value:
+                        text, candidate = shorter, fewer
             else:
                 text, candidate = _reading_back(value, first + 1, last, pack, unpack)
             # %g and repr differ on large values and on integral ones (see _as_repr); here an
@@ -152,11 +154,11 @@ def _reading_back(value: float, digits: int, last: int, pack: Any,
                   unpack: Any) -> tuple[bytes, float]:
     """The text of ``value`` at the fewest of ``digits``..``last`` significant digits that reads
     back as it (``last`` always does), and the float it reads as."""
-    text = b"%.*g" % (digits, value)
+    text = _ONE_VALUE[digits] % value
     candidate = float(text)
     while digits < last and unpack(pack(candidate))[0] != value:
         digits += 1
-        text = b"%.*g" % (digits, value)
+        text = _ONE_VALUE[digits] % value
         candidate = float(text)
     return text, candidate
 
