@@ -54,10 +54,11 @@ class StageTimer:
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:
     """The ``Server-Timing`` header alone (``Telemetry.request`` returns the same text)."""
     key = (cold, *durations)
-    template = _TIMING_TEMPLATES.get(key)
-    if template is None:  # one per set of stages: the hot path only fills in numbers
-        template = _TIMING_TEMPLATES[key] = _timing_template(durations, cold)
-    return template % tuple(_milliseconds(durations, _numbers_template(durations)))
+    templates = _TIMING_TEMPLATES.get(key)
+    if templates is None:  # one per set of stages: the hot path only fills in numbers
+        templates = _TIMING_TEMPLATES[key] = (_timing_template(durations, cold),
+                                              _numbers_template(durations))
+    return templates[0] % tuple(_milliseconds(durations, templates[1]))
 
 
 def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
@@ -81,7 +82,7 @@ def _milliseconds(durations: Mapping[str, float], template: bytes) -> list[str]:
     return (template % tuple(durations.values())).decode().split(",")
 
 
-_TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
+_TIMING_TEMPLATES: dict[tuple[object, ...], tuple[str, bytes]] = {}
 
 
 class _Layout:
