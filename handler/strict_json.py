@@ -107,9 +107,11 @@ def encoded_object(fields: dict[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if value.__class__ not in _ENCODED or key.__class__ is not str:
             return fields
-        parts.append(_ESCAPE(key) + ":" + value.text)
+        parts.append(f"{_ESCAPE(key)}:{value.text}")
         non_finite += value.non_finite
-    return with_text(fields, "{" + ",".join(parts) + "}", non_finite)
+    encoded = EncodedDict(fields)  # (``with_text``'s work: one call fewer on every answer)
+    encoded.text, encoded.non_finite = f"{{{','.join(parts)}}}", non_finite
+    return encoded
 
 
 _ENCODED = (EncodedList, EncodedDict)

@@ -52,40 +52,57 @@ class StageTimer:
 
 
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:
+    """The ``Server-Timing`` header alone (``Telemetry.request`` returns the same text)."""
     key = (cold, *durations)
-    template = _TIMING_TEMPLATES.get(key)
-    if template is None:  # one per set of stages: the hot path only fills in numbers
-        template = _TIMING_TEMPLATES[key] = _timing_template(durations, cold)
-    return template % tuple(durations.values())
+    templates = _TIMING_TEMPLATES.get(key)
+    if templates is None:  # one per set of stages: the hot path only fills in numbers
+        templates = _TIMING_TEMPLATES[key] = (_timing_template(durations, cold),
+                                              _numbers_template(durations))
+    return templates[0] % tuple(_milliseconds(durations, templates[1]))
 
 
 def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
-    parts = [f"{name};dur=%.3f" for name in durations]
+    """The header with a ``%s`` per stage, for the stage's ``_milliseconds`` text."""
+    parts = [f"{name};dur=%s" for name in durations]
     if cold:
         parts.append('cold-start;desc="first request of this environment"')
     return ", ".join(parts)
 
 
-_TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
+def _numbers_template(durations: Mapping[str, float]) -> bytes:
+    return b",".join([b"%.3f"] * len(durations))
+
+
+def _milliseconds(durations: Mapping[str, float], template: bytes) -> list[str]:
+    """Each duration as milliseconds with 3 decimals (µs resolution: below it is the clock's
+    noise), formatted once for both the header and the EMF line (a float's ``%`` is most of
+    either's cost; bytes' ``%`` is the cheaper, the split one more C call)."""
+    if not durations:
+        return []
+    return (template % tuple(durations.values())).decode().split(",")
+
+
+_TIMING_TEMPLATES: dict[tuple[object, ...], tuple[str, bytes]] = {}
 
 
 class _Layout:
     """One request line's layout for one set of stages (warm or cold), rendered once: the
     constant text around the timestamp and the request id is joined as it is, and only the
-    short rest (the numbers and the fields) goes through a %-template, whose cost grows with
-    every character it scans."""
+    short rest (the numbers' texts and the fields) goes through a %-template, whose cost grows
+    with every character it scans."""
 
-    __slots__ = ("middle", "prefix", "stages", "template", "timing")
-    stages: tuple[str, ...] | None
+    __slots__ = ("middle", "numbers", "prefix", "stages", "template", "timing")
+    stages: tuple[int, ...] | None
 
     def __init__(self, telemetry: Telemetry, durations: Mapping[str, float],
                  cold: bool) -> None:
         self.timing = _timing_template(durations, cold)  # the Server-Timing header's
+        self.numbers = _numbers_template(durations)
         names = COLD_METRICS if cold else STAGE_METRICS
-        stages = tuple(k for k in durations if k in names)
-        metrics = [names[k] for k in stages]
+        stages = tuple(i for i, k in enumerate(durations) if k in names)
+        metrics = [names[k] for k in durations if k in names]
         # None: every stage is a metric, in order (the usual request: no look-up per value)
-        self.stages = None if stages == tuple(durations) else stages
+        self.stages = None if len(stages) == len(durations) else stages
         function = _ENCODER.encode(telemetry.function_name)  # (joined, not a template)
         record = f'"level":"INFO","message":"request","functionName":{function}'
         if telemetry.metrics:
@@ -100,7 +117,7 @@ class _Layout:
             self.prefix = '{"timestamp":'
             middle = f',{record}'
         self.middle = f'{middle},"coldStart":{"true" if cold else "false"},"requestId":'
-        values = "".join(f',"{name}":%.4f' for name in metrics)  # (our names: no "%" in them)
+        values = "".join(f',"{name}":%s' for name in metrics)  # (our names: no "%" in them)
         self.template = (f'%s{values},"source":%s,"method":%s,"path":%s,"status":%d,'
                          f'"errorType":%s,"nonFinite":%d}}\n')
 
@@ -127,9 +144,9 @@ class Telemetry:
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._layouts[key] = _Layout(self, durations, cold)
+        texts = _milliseconds(durations, layout.numbers)
         stream = self.stream
-        stages = durations.values() if layout.stages is None else map(durations.__getitem__,
-                                                                       layout.stages)
+        stages = texts if layout.stages is None else map(texts.__getitem__, layout.stages)
         stream.write(layout.prefix + str(int(time.time() * 1000)) + layout.middle
                      + layout.template % (
             _escape(request_id), *stages, _escape(source),
@@ -137,7 +154,7 @@ class Telemetry:
             "null" if path is None else _escape(path), status,
             "null" if error_type is None else _escape(error_type), non_finite))
         stream.flush()
-        return layout.timing % tuple(durations.values())
+        return layout.timing % tuple(texts)
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:

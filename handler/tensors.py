@@ -12,6 +12,7 @@ import array
 import struct
 from collections.abc import Iterable, Mapping
 from itertools import chain
+from operator import itemgetter
 
 from handler import strict_json
 from handler.dims import is_shared
@@ -48,18 +49,32 @@ class Values(NamedTuple):
 
 class _Input:
     """One model input's checks, worked out once per signature (``_plan``): the element type
-    its values convert to and the axes a request's shape must match (fixed sizes, shared names,
-    in axis order); anonymous axes need no look at all."""
+    its values convert to and the axes a request's shape must match (fixed sizes, and names
+    that tie two or more axes of the signature, in axis order); anonymous axes, and a name on
+    one axis only, need no look at all."""
 
-    __slots__ = ("axes", "name", "rank", "spec", "typecode", "want")
+    __slots__ = ("axes", "name", "pick", "rank", "sizes", "spec", "typecode", "want")
 
-    def __init__(self, spec: TensorSpec) -> None:
+    def __init__(self, spec: TensorSpec, tied: frozenset[str]) -> None:
         self.spec, self.name, self.want, self.rank = spec, spec.name, spec.element, len(spec.shape)
         self.typecode = _TYPECODES.get(self.want, "")  # numbers ``array`` packs as they are
-        # (axis, size, False) for a fixed size, (axis, name, True) for a shared symbolic name
+        # (axis, size, False) for a fixed size, (axis, name, True) for a tying symbolic name
         self.axes = tuple((axis, dim, dim.__class__ is not int)
                           for axis, dim in enumerate(spec.shape)
-                          if (dim >= 0 if dim.__class__ is int else is_shared(dim)))
+                          if (dim >= 0 if dim.__class__ is int else dim in tied))
+        # fixed sizes only: one C-level comparison of the axes they hold (``_check_shape``)
+        fixed = [axis for axis, _, named in self.axes if not named]
+        self.pick = self.sizes = None
+        if fixed and len(fixed) == len(self.axes):
+            self.pick = itemgetter(*fixed)
+            self.sizes = self.pick(spec.shape)
+
+
+def _tied(specs: Iterable[TensorSpec]) -> frozenset[str]:
+    """The shared names (``handler.dims``) on two or more axes of a signature."""
+    names = [dim for spec in specs for dim in spec.shape
+             if dim.__class__ is not int and is_shared(dim)]
+    return frozenset(name for name in names if names.count(name) > 1)
 
 
 _PLANS: dict[int, tuple[tuple[TensorSpec, ...], tuple[_Input, ...]]] = {}
@@ -71,7 +86,9 @@ def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
     held = _PLANS.get(id(specs))
     if held is not None and held[0] is specs:
         return held[1]
-    plan = tuple(map(_Input, specs))
+    listed = tuple(specs)
+    tied = _tied(listed)
+    plan = tuple(_Input(spec, tied) for spec in listed)
     if specs.__class__ is tuple and len(_PLANS) < 16:
         _PLANS[id(specs)] = (specs, plan)  # type: ignore[assignment]
     return plan
@@ -99,7 +116,7 @@ def from_json(inputs: Any, specs: tuple[TensorSpec, ...]) -> dict[str, Tensor]:
         else:
             raise InvalidInputError(f"unknown input {name!r}; the model takes {_names(specs)}")
         arrays[name] = _json_value(value, item)
-    return check(arrays, specs)
+    return _checked(arrays, plan)
 
 
 def _json_value(value: Any, item: _Input) -> Values | Tensor:
@@ -176,7 +193,10 @@ def check(arrays: Mapping[str, Any],
           specs: Iterable[TensorSpec]) -> dict[str, Tensor]:
     """Convert each value to its input's element type (only where no value changes) and
     check shapes."""
-    plan = _plan(specs)
+    return _checked(arrays, _plan(specs))
+
+
+def _checked(arrays: Mapping[str, Any], plan: tuple[_Input, ...]) -> dict[str, Tensor]:
     for item in plan:
         if item.name not in arrays:
             missing = [i.name for i in plan if i.name not in arrays]
@@ -269,6 +289,8 @@ def _check_shape(tensor: Tensor, item: _Input, symbols: dict[str, tuple[int, str
         spec = item.spec
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
                                 f"({spec.describe()}), got shape {list(shape)}")
+    if item.sizes is not None and item.pick(shape) == item.sizes:
+        return  # fixed sizes only, all as the model says (else the loop says which is not)
     for axis, want, named in item.axes:
         dim = shape[axis]
         if not named:

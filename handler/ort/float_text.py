@@ -4,7 +4,7 @@ Standard library only, and C-level throughout: every pass formats a whole batch 
 ``%`` (twice as fast as ``str``'s), parses it back with ``map(float)`` and checks it with one
 ``struct`` round trip and ``map(operator.eq)``; values are split and merged with
 ``itertools.compress`` and ``list.__setitem__`` mapped over indices, no per-value Python
-loop. The exceptions go one by one (``_one_by_one``): batches under ``SMALL`` values, where the
+loop. The exceptions go one by one (``one_by_one``): batches under ``SMALL`` values, where the
 passes' fixed cost dominates, and the rare NaN/±inf and subnormals. What it costs and where
 the floor is: the README's "MiniLM's JSON response".
 
@@ -56,6 +56,7 @@ _EXCEPTIONS = {dtype: {sign * value: (sign * float(text), repr(sign * float(text
                        for value, text in table.items() for sign in (1.0, -1.0)}
                for dtype, table in _NOT_NEAREST.items()}
 _FORMAT = {digits: b"%%.%dg," % digits for digits in range(1, 10)}
+_ONE_VALUE = {digits: b"%%.%dg" % digits for digits in range(1, 10)}  # (no "*": no tuple)
 _STRUCTS = {dtype: struct.Struct(spec[0]) for dtype, spec in _SPECS.items()}
 # Fewer values than this go one by one: the batch passes cost ~100 K instructions of fixed work
 # (splits, compresses, scatters) and ~8.7 K a value, the loop ~7 K and ~13 K a value (callgrind:
@@ -66,9 +67,9 @@ _ONE_OR_NINE = frozenset(b"19")
 _E = ord("e")  # ``b"e" in text`` raises and clears a TypeError inside: an int needle does not
 # Below 2 ** (mantissa bits + 1) every integer is a value of the type: its digits are its text.
 _WHOLE = {"float32": 2.0 ** 24, "float16": 2.0 ** 11}
-# what ``_one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
+# what ``one_by_one`` reads, in one look-up: its fixed cost is most of a small tensor's
 _ONE = {dtype: (fewest, first, last, tiny, 10.0 ** fewest, _WHOLE[dtype], _EXCEPTIONS[dtype],
-                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack)
+                _STRUCTS[dtype].pack, _STRUCTS[dtype].unpack, _ONE_VALUE[first])
         for dtype, (_, fewest, first, last, tiny, _) in _SPECS.items()}
 
 
@@ -80,7 +81,7 @@ def texts(values: list[float], dtype: str) -> tuple[list[bytes], list[float], in
     """→ (each value's shortest text, ``b"null"`` where not finite; the floats those texts
     read as, NaN and ±inf kept; how many were not finite)."""
     if len(values) < SMALL:
-        return _one_by_one(values, dtype)
+        return one_by_one(values, dtype)
     _, _, first, _, tiny, marks = _SPECS[dtype]
     blob = _format(values, first)
     if not any(mark in blob for mark in marks) or (  # memchr speed, and a precise look after
@@ -94,7 +95,7 @@ def texts(values: list[float], dtype: str) -> tuple[list[bytes], list[float], in
         subset = [values[i] for i in regular]
         _scatter(found, regular, _normal(subset, dtype, _format(subset, first)))
         others = list(compress(range(len(values)), map(not_, usual)))
-        *written, non_finite = _one_by_one([values[i] for i in others], dtype)
+        *written, non_finite = one_by_one([values[i] for i in others], dtype)
         _scatter(found, others, written)
     return found[0], found[1], non_finite
 
@@ -105,11 +106,11 @@ def shortest(values: list[float], dtype: str) -> list[float]:
     return texts(values, dtype)[1]
 
 
-def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float], int]:
+def one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[float], int]:
     """``texts`` for a few values, each as the batch passes decide it (``_normal``): from the
     first pass's digits, one fewer only after a 1 or 9, more only after a miss; integral values
     under 2 ** mantissa bits are their own shortest text; subnormals from one digit up."""
-    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack = _ONE[dtype]
+    fewest, first, last, tiny, fixed_below, whole, exceptions, pack, unpack, at_first = _ONE[dtype]
     found: list[bytes] = []
     floats: list[float] = []
     non_finite = 0
@@ -124,20 +125,24 @@ def _one_by_one(values: list[float], dtype: str) -> tuple[list[bytes], list[floa
         elif value.is_integer() and -whole < value < whole:  # every integer there is a value
             candidate, text = value, b"%.1f" % value  # repr's text ("-0.0" too), in fewer steps
         elif value >= tiny or value <= -tiny:
-            text = b"%.*g" % (first, value)
+            text = at_first % value
             candidate = float(text)
             if unpack(pack(candidate))[0] == value:
                 # one digit fewer can read back only where the first pass wrote all its digits
                 # and the last is 1 or 9, or wrote an exponent (whose last byte is no digit)
                 if fewest < first and ((text[-1] in _ONE_OR_NINE and len(text) > first)
                                        or _E in text):
-                    shorter = b"%.*g" % (fewest, value)
-                    if unpack(pack(float(shorter)))[0] == value:
-                        text, candidate = shorter, float(shorter)
+                    shorter = _ONE_VALUE[fewest] % value
+                    fewer = float(shorter)
+                    if unpack(pack(fewer))[0] == value:
+                        text, candidate = shorter, fewer
             else:
                 text, candidate = _reading_back(value, first + 1, last, pack, unpack)
-            if candidate.is_integer() or not -fixed_below < candidate < fixed_below:
-                text = repr(candidate).encode()  # %g and repr differ there (see _as_repr)
+            # %g and repr differ on large values and on integral ones (see _as_repr); here an
+            # integral candidate is a value of at least ``whole`` (one under it reads back
+            # only as itself, an integer, which took the branch above): large too
+            if not -fixed_below < candidate < fixed_below:
+                text = repr(candidate).encode()
         else:  # a subnormal: coarser than normal values, tried from one digit up
             text, candidate = _reading_back(value, 1, last, pack, unpack)
         found.append(text)
@@ -149,11 +154,11 @@ def _reading_back(value: float, digits: int, last: int, pack: Any,
                   unpack: Any) -> tuple[bytes, float]:
     """The text of ``value`` at the fewest of ``digits``..``last`` significant digits that reads
     back as it (``last`` always does), and the float it reads as."""
-    text = b"%.*g" % (digits, value)
+    text = _ONE_VALUE[digits] % value
     candidate = float(text)
     while digits < last and unpack(pack(candidate))[0] != value:
         digits += 1
-        text = b"%.*g" % (digits, value)
+        text = _ONE_VALUE[digits] % value
         candidate = float(text)
     return text, candidate
 

@@ -18,6 +18,7 @@ from handler.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["DTYPES", "EncodedList", "Tensor", "as_tensor", "from_values", "nest", "shortest",
@@ -63,9 +64,12 @@ class Tensor(NamedTuple):
 
     def flat(self) -> list[Any]:
         """The elements in C order as Python values (bool, int, float, str)."""
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is not None:
+            return list(layout.unpack(self.data))
         if self.dtype == "string":
             return list(self.data)
-        fmt = DTYPES[self.dtype][1]
+        fmt = DTYPES[self.dtype][1]  # a scalar or an empty tensor
         if fmt == "e":  # memoryview has no half-precision cast; struct has
             return list(struct.unpack(f"<{self.size}e", self.data))
         data = self.data
@@ -74,6 +78,10 @@ class Tensor(NamedTuple):
 
     def tolist(self) -> Any:
         """Nested lists like ``numpy.ndarray.tolist`` (a scalar for rank 0)."""
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is not None and layout.few:
+            flat = list(layout.unpack(self.data))
+            return nest(flat, self.shape) if layout.nested else flat
         if self.dtype not in ("string", "float16") and 0 not in self.shape and self.shape:
             # one C-level call builds the whole nest
             return memoryview(self.data).cast("B").cast(DTYPES[self.dtype][1],
@@ -88,7 +96,8 @@ class Tensor(NamedTuple):
         if not float_text.supports(self.dtype):
             return self.tolist()
         flat = self.flat()
-        if self._in_c(flat):  # a plain list: its caller may change it, the text would not follow
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is not None and _in_c(layout, flat):  # a plain list: a caller may change it
             return list(float_json.encoded(nest(flat, self.shape)))
         return nest(shortest(flat, self.dtype), self.shape)
 
@@ -97,22 +106,20 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
-        shape = self.shape
-        if not float_text.supports(self.dtype) or not shape or 0 in shape:
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
             return self.json()
-        flat = self.flat()
-        if self._in_c(flat):
-            return float_json.encoded(nest(flat, shape))
-        texts, floats, non_finite = float_text.texts(flat, self.dtype)
-        value = EncodedList(nest(floats, shape))
-        value.text, value.non_finite = _nested_text(texts, shape).decode(), non_finite
+        values = layout.unpack(self.data)
+        if _in_c(layout, values):
+            return float_json.encoded(nest(list(values), self.shape))
+        texts, floats, non_finite = layout.texts(values, self.dtype)
+        value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
+        if layout.template is None:
+            value.text = _nested_joins(texts, self.shape).decode()
+        else:
+            value.text = (layout.template % tuple(texts)).decode()
+        value.non_finite = non_finite
         return value
-
-    def _in_c(self, flat: list[Any]) -> bool:
-        """Whether ``float_json`` writes these values: a float32 array of ``SMALL`` values or
-        more, all finite (their float64 sum cannot overflow, and NaN/±inf carry through it)."""
-        return (self.dtype == "float32" and len(flat) >= float_text.SMALL and bool(self.shape)
-                and math.isfinite(sum(flat)))
 
     def numpy(self) -> Any:
         """A numpy view of the same memory (read-only when the buffer is ``bytes``)."""
@@ -130,31 +137,59 @@ class Tensor(NamedTuple):
 
 def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
     """A flat C-order list → nested lists of ``shape``."""
+    if len(shape) == 2 and shape[0] == 1:  # one row (a batch of one, the usual request)
+        return [flat]
     if not shape:
         return flat[0]
     if 0 in shape:
         return _empty(shape)
-    for dim in reversed(shape[1:]):
-        # one row (a batch of one, the usual request) needs no slicing
+    for dim in shape[:0:-1]:  # the inner dimensions, innermost first
+        # a single row needs no slicing
         flat = [flat] if len(flat) == dim else [flat[i:i + dim] for i in range(0, len(flat), dim)]
     return flat
 
 
-def _nested_text(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
-    """Values' JSON texts in C order → the JSON text of the array of ``shape``: a few by one
-    ``%`` on the shape's template (remembered), more by joins (a template's ``%`` over
-    thousands of values costs twice the joins, and its text as much memory)."""
-    if len(texts) >= float_text.SMALL:
-        return _nested_joins(texts, shape)
-    template = _TEXT_TEMPLATES.get(shape)
-    if template is None:
-        template = _nested_joins([b"%s"] * len(texts), shape)
-        if len(_TEXT_TEMPLATES) < 64:  # a client's own batch and sequence sizes: bounded
-            _TEXT_TEMPLATES[shape] = template
-    return template % tuple(texts)
+class _Layout:
+    """How a numeric tensor of one element type and shape is read, worked out once: one
+    ``struct`` call reads its values (a memoryview cast costs three), a rank-1 array is its own
+    nest; for a float tensor, how ``encoded_json`` writes it: a few values by one ``%`` on the
+    shape's text with a ``%s`` per value (a template's ``%`` over thousands of values costs
+    twice the joins, and its text as much memory), more by joins."""
+
+    __slots__ = ("c", "few", "nested", "template", "texts", "unpack")
+
+    def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
+        count = math.prod(shape)
+        self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
+        self.nested = len(shape) > 1
+        self.few = count < float_text.SMALL
+        self.texts: Any = None  # float_text's writer for this many values; None: no float type
+        self.template = None
+        self.c = dtype == "float32" and not self.few  # float_json writes it when all finite
+        if float_text.supports(dtype):
+            self.texts = float_text.one_by_one if self.few else float_text.texts
+            if self.few:
+                self.template = _nested_joins([b"%s"] * count, shape)
 
 
-_TEXT_TEMPLATES: dict[tuple[int, ...], bytes] = {}  # shape → its text with a %s per value
+def _in_c(layout: _Layout, values: Sequence[float]) -> bool:
+    """Whether ``float_json`` writes these values: a float32 array of ``SMALL`` values or more,
+    all finite (their float64 sum cannot overflow, and NaN/±inf carry through it)."""
+    return layout.c and math.isfinite(sum(values))
+
+
+def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout | None:
+    """A new layout (remembered while there are few); None for strings, scalars and empty
+    tensors, which take the plain paths."""
+    if dtype == "string" or not shape or 0 in shape:
+        return None
+    layout = _Layout(dtype, shape)
+    if len(_LAYOUTS) < 64:  # a client's own batch and sequence sizes: bounded
+        _LAYOUTS[dtype, shape] = layout
+    return layout
+
+
+_LAYOUTS: dict[tuple[str, tuple[int, ...]], _Layout] = {}
 
 
 def _nested_joins(texts: list[bytes], shape: tuple[int, ...]) -> bytes:

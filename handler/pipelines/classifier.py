@@ -100,11 +100,12 @@ class ClassifierPipeline(TensorPipeline):
         texts, floats, non_finite = float_text.texts(scores.flat(), scores.dtype)
         width = scores.shape[1]
         predictions, rows = [], []
+        literals = self._literals
         for start, row in zip(range(0, len(floats), width), indices.tolist(), strict=True):
             entries, parts = [], []
             for index, score, text in zip(row[:k], floats[start:start + k],
                                           texts[start:start + k], strict=True):
-                label, literal = self._label_literal(index)
+                label, literal = literals.get(index) or self._label_literal(index)
                 entries.append({"label": label, "score": score})
                 parts.append(b'{"label":%s,"score":%s}' % (literal, text))
             predictions.append({**entries[0], "top_k": entries})

@@ -41,7 +41,9 @@ def lower_headers(headers: Any) -> dict[str, str]:
         headers = mapping(headers, "headers")
     lowered = {}  # a loop, not a comprehension: no function made and called per request
     for key, value in headers.items():
-        if value is not None:
+        if value.__class__ is str and key.__class__ is str:  # (JSON's: no str() call each)
+            lowered[key.lower()] = value
+        elif value is not None:
             lowered[str(key).lower()] = str(value)
     return lowered
 
@@ -95,7 +97,10 @@ def body_of(event: dict[str, Any]) -> bytes:
         raise BadRequestError(f"isBase64Encoded must be true or false, got {encoded!r:.40}")
     if isinstance(body, str):
         if not encoded:
-            return body.encode("utf-8", "surrogatepass")
+            try:
+                return body.encode()  # (the default codec's fast path: no handler look-up)
+            except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the event's JSON)
+                return body.encode("utf-8", "surrogatepass")
         try:
             # base64.b64decode(validate=True) itself, without importing base64 (≈ 0.8 M
             # instructions of the cold start); a non-ASCII string is a ValueError too

@@ -28,7 +28,7 @@ from typing import Any
 
 from handler import strict_json
 from handler.ort import float_text
-from handler.ort.tensor import EncodedList, Tensor, _nested_text, nest
+from handler.ort.tensor import EncodedList, Tensor, _nested_joins, nest
 
 
 def nine_digits(tensor: Tensor) -> str:
@@ -46,7 +46,7 @@ def python_shortest(tensor: Tensor) -> str:
     """The body as ``encoded_json`` wrote it before yyjson: ``float_text``'s passes."""
     texts, floats, non_finite = float_text.texts(tensor.flat(), tensor.dtype)
     value = EncodedList(nest(floats, tensor.shape))
-    value.text, value.non_finite = _nested_text(texts, tensor.shape).decode(), non_finite
+    value.text, value.non_finite = _nested_joins(texts, tensor.shape).decode(), non_finite
     return strict_json.dumps(value)[0]
 
 

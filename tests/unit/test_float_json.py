@@ -40,7 +40,7 @@ def test_same_values_as_float_text_on_random_bit_patterns_and_powers_of_two() ->
 
 
 def test_the_tensor_answer_is_the_same_json_value_either_way() -> None:
-    values = float32s(3 * 128, seed=3)
+    values = float32s(400, seed=3)[:384]  # (a few bit patterns are NaN or inf)
     tensor = Tensor("float32", (3, 128), array.array("f", values).tobytes())
     encoded = tensor.encoded_json()
     assert json.loads(encoded.text) == encoded  # the text is the value (notation may differ)

@@ -66,3 +66,22 @@ def test_constructors_and_reshape() -> None:
     assert nest([1, 2, 3, 4], (2, 2)) == [[1, 2], [3, 4]]
     view = Tensor("float32", (2,), bytearray(8)).numpy()
     assert view.tolist() == [0.0, 0.0] and view.flags.writeable
+
+
+@pytest.mark.parametrize("shape", [(3,), (1, 3), (2, 2), (1, 30), (5, 7)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+def test_values_read_the_same_through_every_layout(shape: tuple[int, ...], dtype: str) -> None:
+    """A few values and many, one row and several, bytes and a numpy array's memory: the same
+    elements of the same Python type, and the same JSON text from ``encoded_json``."""
+    size = math.prod(shape)
+    array = (np.arange(size) % 3 == 0 if dtype == "bool"
+             else (np.arange(size) - 3.25).astype(dtype)).reshape(shape)
+    for tensor in (as_tensor(array), Tensor(dtype, shape, array.tobytes())):
+        for _ in range(2):  # the second read: the remembered layout
+            flat = tensor.flat()
+            assert flat == array.ravel().tolist()
+            assert {type(v) for v in flat} == {type(v) for v in array.ravel().tolist()}
+            assert tensor.tolist() == array.tolist()
+            encoded = tensor.encoded_json()
+            assert json.dumps(encoded, separators=(",", ":")) == getattr(
+                encoded, "text", json.dumps(tensor.json(), separators=(",", ":")))

@@ -121,3 +121,19 @@ def test_request_returns_the_server_timing_of_its_durations() -> None:
                                      method=None, path=None, status=200) == server_timing(
                 durations, cold)
         assert bool(stream.getvalue()) is (level == "info")
+
+
+def test_emf_values_are_the_header_numbers() -> None:
+    """Each duration is formatted once (milliseconds, 3 decimals) for both: the EMF value and
+    the Server-Timing entry carry the same number."""
+    stream = io.StringIO()
+    telemetry = Telemetry(namespace="N", function_name="fn", metrics=True, level="info",
+                          stream=stream)
+    durations = {"queue": 2.00049, "decode": 0.01234, "cache": 0.5, "inference": 1.23456,
+                 "total": 3.75}
+    header = telemetry.request(durations, "r", False, "http-api", "POST", "/predict", 200)
+    record = json.loads(stream.getvalue())
+    assert header == ("queue;dur=2.000, decode;dur=0.012, cache;dur=0.500, "
+                      "inference;dur=1.235, total;dur=3.750")
+    assert [record[m] for m in ("QueueTime", "Decode", "Inference", "Latency")] == [
+        2.0, 0.012, 1.235, 3.75]
