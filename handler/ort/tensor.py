@@ -18,7 +18,6 @@ from handler.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["DTYPES", "EncodedList", "Tensor", "as_tensor", "from_values", "nest", "shortest",
@@ -97,8 +96,8 @@ class Tensor(NamedTuple):
             return self.tolist()
         flat = self.flat()
         layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
-        if layout is not None and _in_c(layout, flat):  # a plain list: a caller may change it
-            return list(float_json.encoded(nest(flat, self.shape)))
+        if layout is not None and layout.c and math.isfinite(sum(flat)):  # see encoded_json
+            return list(float_json.encoded(nest(flat, self.shape)))  # a caller may change it
         return nest(shortest(flat, self.dtype), self.shape)
 
     def encoded_json(self) -> Any:
@@ -110,7 +109,8 @@ class Tensor(NamedTuple):
         if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
             return self.json()
         values = layout.unpack(self.data)
-        if _in_c(layout, values):
+        # all finite: their float64 sum cannot overflow, and NaN/±inf carry through it
+        if layout.c and math.isfinite(sum(values)):
             return float_json.encoded(nest(list(values), self.shape))
         texts, floats, non_finite = layout.texts(values, self.dtype)
         value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
@@ -165,17 +165,12 @@ class _Layout:
         self.few = count < float_text.SMALL
         self.texts: Any = None  # float_text's writer for this many values; None: no float type
         self.template = None
-        self.c = dtype == "float32" and not self.few  # float_json writes it when all finite
+        # float_json writes a float32 array of SMALL values or more when all are finite
+        self.c = dtype == "float32" and not self.few
         if float_text.supports(dtype):
             self.texts = float_text.one_by_one if self.few else float_text.texts
             if self.few:
                 self.template = _nested_joins([b"%s"] * count, shape)
-
-
-def _in_c(layout: _Layout, values: Sequence[float]) -> bool:
-    """Whether ``float_json`` writes these values: a float32 array of ``SMALL`` values or more,
-    all finite (their float64 sum cannot overflow, and NaN/±inf carry through it)."""
-    return layout.c and math.isfinite(sum(values))
 
 
 def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout | None:
