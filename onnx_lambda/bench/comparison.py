@@ -160,5 +160,6 @@ def run(subject: Subject, opts: Options, progress: Progress) -> dict[str, Any]:
 
 def steps(opts: Options) -> int:
     """Progress steps of ``run``: cold runs, warm rounds, the overhead measurement."""
-    views = 2 + len(LAMBDA_TARGETS) * (2 if opts.emulator else 1)  # the two floors: probe only
+    # the two floors' probes, the floor handler through the emulator, each target's views
+    views = 2 + (1 + len(LAMBDA_TARGETS) * 2 if opts.emulator else len(LAMBDA_TARGETS))
     return opts.repeat * views + opts.rounds * len(opts.concurrency) + 1

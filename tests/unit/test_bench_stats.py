@@ -47,3 +47,13 @@ def test_cdf_is_monotone_and_ends_at_one() -> None:
     xs, ys = stats.cdf([3.0, 1.0, 2.0])
     assert xs == [1.0, 2.0, 3.0]
     assert ys[-1] == 1.0 and ys == sorted(ys)
+
+
+@pytest.mark.parametrize("emulator", [True, False])
+def test_bench_progress_counts_every_cold_run(emulator: bool) -> None:
+    from onnx_lambda.bench import cold, comparison
+
+    opts = comparison.Options(repeat=3, requests=10, concurrency=[1, 2], rounds=2,
+                              iterations=10, emulator=emulator)
+    runs = cold.scenarios(None, opts.memory_mb, emulator=emulator)  # type: ignore[arg-type]
+    assert comparison.steps(opts) == opts.repeat * len(runs) + opts.rounds * 2 + 1
