@@ -94,9 +94,11 @@ class Tensor(NamedTuple):
         them as null, and counts them)."""
         if not float_text.supports(self.dtype):
             return self.tolist()
-        flat = self.flat()
         layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
-        if layout is not None and layout.c and math.isfinite(sum(flat)):  # see encoded_json
+        if layout is None:  # a scalar or an empty tensor
+            return nest(shortest(self.flat(), self.dtype), self.shape)
+        flat = list(layout.unpack(self.data))
+        if layout.c and math.isfinite(sum(flat)):  # as encoded_json decides
             return list(float_json.encoded(nest(flat, self.shape)))  # a caller may change it
         return nest(shortest(flat, self.dtype), self.shape)
 
