@@ -181,13 +181,10 @@ def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
     model_mb = result.get("artifact", {}).get(OURS, {}).get("model", math.nan)
     for base, limit in ((FLOOR, floor_limit(model_mb)), (CAPI_FLOOR, 1.15), (NAIVE, 0.5),
                         (MANGUM, 0.7)):
-        r = ratio(init.get(OURS, math.nan), init.get(base, math.nan))
-        out.append((f"cold init ≤ {limit}× {base}", times(r),
-                    r <= limit if math.isfinite(r) else None))
+        out.append(_at_most(f"cold init ≤ {limit}× {base}", init, base, limit))
     first = {t: c.get("emulated", {}).get("first_response_ms", math.nan) for t, c in cold.items()}
-    r = ratio(first.get(OURS, math.nan), first.get(FLOOR, math.nan))
-    out.append((f"first response through the emulator ≤ {FIRST_RESPONSE_LIMIT}× the floor's",
-                times(r), r <= FIRST_RESPONSE_LIMIT if math.isfinite(r) else None))
+    out.append(_at_most(f"first response through the emulator ≤ {FIRST_RESPONSE_LIMIT}× the "
+                        "floor's", first, FLOOR, FIRST_RESPONSE_LIMIT))
     over = result["overhead"]["overhead_p50_us"]
     out.append(("warm in-process overhead ≤ 50 µs p50", f"{fmt(over)} µs", over <= 50))
     for level, entry in result["warm"].items():
@@ -201,10 +198,8 @@ def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
                             f"vs {fmt(base['summary']['p50'], 2)}/"
                             f"{fmt(base['summary']['p99'], 2)} ms", not worse))
     rss = {t: c.get("memory", {}).get("peak_rss_mb", math.nan) for t, c in cold.items()}
-    for base, limit in ((NAIVE, 0.7), (FLOOR, 0.8)):
-        r = ratio(rss.get(OURS, math.nan), rss.get(base, math.nan))
-        out.append((f"peak RSS ≤ {limit}× {'naive' if base == NAIVE else base}", times(r),
-                    r <= limit if math.isfinite(r) else None))
+    for base, limit, label in ((NAIVE, 0.7, "naive"), (FLOOR, 0.8, FLOOR)):
+        out.append(_at_most(f"peak RSS ≤ {limit}× {label}", rss, base, limit))
     sim = result.get("simulate")
     if sim:
         best = sim["recommended"]
@@ -215,6 +210,14 @@ def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
                     f"{100 * sim['none']['cold_fraction']:.2f} %)",
                     best["cold_fraction"] <= sim["target"]))
     return out
+
+
+def _at_most(what: str, measured: Mapping[str, float], base: str,
+             limit: float) -> tuple[str, str, bool | None]:
+    """A target on ours / ``base`` of ``measured``: met when ≤ ``limit``; no verdict (None)
+    when either side was not measured."""
+    r = ratio(measured.get(OURS, math.nan), measured.get(base, math.nan))
+    return what, times(r), r <= limit if math.isfinite(r) else None
 
 
 def plot_model(result: Mapping[str, Any], img: Path) -> list[Path]:
