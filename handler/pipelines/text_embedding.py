@@ -51,7 +51,7 @@ class TextEmbeddingPipeline(Pipeline):
         # keeps it off the cold path, and out of the image, of every other model.
         from handler.pipelines import tokenizer_files
 
-        path = model.artifact.file(self.options.get("tokenizer", "tokenizer.json"))
+        path = model.artifact.file(self.options.get("tokenizer", tokenizer_files.DEFAULT_FILE))
         vocabulary = self.options.get("vocabulary")
         try:
             self.tokenizer = tokenizer_files.load(

@@ -26,6 +26,7 @@ import onnxruntime as ort
 from rich.console import Console
 
 from handler.manifest import Manifest
+from handler.pipelines import tokenizer_files
 from onnx_lambda.build_model import (
     example,
     gpu,
@@ -193,7 +194,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
-        tokenizer = pipeline_options.get("tokenizer", "tokenizer.json")
+        tokenizer = pipeline_options.get("tokenizer", tokenizer_files.DEFAULT_FILE)
         if (spec.pipeline == "text-embedding" and tokenizer in spec.files
                 and "vocabulary" not in pipeline_options):
             named = tokenizer_split.split(staging / tokenizer, staging)

@@ -110,7 +110,7 @@ def convert(folder: Path) -> bool:
     options = dict(manifest.pipeline_options)
     if manifest.pipeline != "text-embedding" or "vocabulary" in options:
         return False
-    named = split(folder / options.get("tokenizer", "tokenizer.json"), folder)
+    named = split(folder / options.get("tokenizer", tokenizer_files.DEFAULT_FILE), folder)
     if named is None:
         return False
     files = {**manifest.files, **{name: output.sha256(folder / name) for name in named.values()}}
