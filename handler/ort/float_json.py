@@ -7,9 +7,9 @@ answer carries. Tested equal to ``float_text`` on 400,000 random float32 bit pat
 power of two (``tests/unit/test_float_json.py``). Only the notation may differ: yyjson writes
 ``0.00001`` and ``100000000000000000000.0`` where ``repr`` writes ``1e-05`` and ``1e+20``.
 
-Why a C library here and not for the rest: on MiniLM's batch of 8 (3,072 values) it takes 0.07×
-the time of the standard encoder's float64 ``repr``, where ``float_text`` takes 1.2× in
-instructions (README, "MiniLM's JSON response"), with the same bytes. Its C module ``cyyjson``
+Why a C library here and not for the rest: on MiniLM's batch of 8 (3,072 values) the body takes
+0.13× the instructions of the standard encoder's float64 ``repr`` (0.18× its time), where
+``float_text`` takes 1.20× (README, "MiniLM's JSON response"), with the same bytes. Its C module ``cyyjson``
 is imported on the first array that needs it, not at init, so small outputs (under
 ``float_text.SMALL`` values: a classifier's logits, a scalar, ``digits``) never pay for it. That
 first array costs ≈ 18 M instructions once per environment (callgrind, ``decimal`` preloaded as
