@@ -9,9 +9,10 @@ power of two (``tests/unit/test_float_json.py``). Only the notation may differ: 
 
 Why a C library here and not for the rest: on MiniLM's batch of 8 (3,072 values) the body takes
 0.13× the instructions of the standard encoder's float64 ``repr`` (0.18× its time), where
-``float_text`` takes 1.20× (README, "MiniLM's JSON response"), with the same bytes. Its C module ``cyyjson``
-is imported on the first array that needs it, not at init, so small outputs (under
-``float_text.SMALL`` values: a classifier's logits, a scalar, ``digits``) never pay for it. That
+``float_text`` takes 1.20× (README, "MiniLM's JSON response"), with the same bytes. Its C
+module ``cyyjson`` is imported on the first array that needs it, not at init, so small
+outputs (under ``float_text.SMALL`` values: a classifier's logits, a scalar, ``digits``) never
+pay for it. That
 first array costs ≈ 18 M instructions once per environment (callgrind, ``decimal`` preloaded as
 awslambdaric's bootstrap does): the module itself ≈ 0.4 M, and the binding's first ``Document``
 imports ``pathlib`` (≈ 16 M); each later one of 384 values ≈ 0.4 M against ≈ 3.7 M in
