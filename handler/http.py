@@ -77,3 +77,9 @@ class Response:
     @property
     def is_binary(self) -> bool:
         return not self.headers.get("content-type", JSON).startswith(_TEXT)
+
+    @property
+    def sent_in_base64(self) -> bool:
+        """Whether the front door gets this body base64-encoded: no JSON text written here,
+        and a binary type or a content coding (gzip) of any type."""
+        return self.text is None and (self.is_binary or "content-encoding" in self.headers)

@@ -8,6 +8,7 @@ the request id, and the environment stays warm and clean for the next request.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import OrderedDict, deque
 
@@ -37,6 +38,9 @@ NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
 RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
 RECENT_RUNS = 32  # inference times the deadline check looks at
+# Event sources whose gateway turns a base64 body back into binary for any content type
+# (``handler.compression`` says why REST APIs are not among them).
+GZIP_SOURCES = frozenset({"http-api", "function-url", "alb"})
 # a body this size fits the response limit even base64-encoded (4 bytes per 3, and padding)
 FITS_EVEN_IN_BASE64 = (LAMBDA_MAX_SYNC_PAYLOAD - RESPONSE_ENVELOPE - 4) * 3 // 4
 
@@ -53,6 +57,7 @@ class Service:
         self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
         self._slowest_ms = 0.0  # max(_recent_inference_ms), kept as runs come and go
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
+        self._gzip_from = settings.gzip_min_bytes or sys.maxsize  # an int: an int comparison
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -78,7 +83,8 @@ class Service:
             request = source.to_request(event)
             if request.received_epoch_ms is not None:
                 self._queue_time(request.received_epoch_ms, timer)
-            response = self._fit(self._dispatch(request, context, timer), request_id, request)
+            response = self._fit(self._dispatch(request, context, timer), request_id, request,
+                                 source)
         except OnnxLambdaError as exc:
             response = self._error(exc, request_id, request)
             error_type = exc.type
@@ -217,6 +223,12 @@ class Service:
         if len(request.body) > self.settings.max_payload_bytes:
             raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the limit is "
                                        f"{self.settings.max_payload_bytes}")
+        coded = request.headers.get("content-encoding")
+        if coded is not None:
+            from handler import compression  # coded bodies only (zlib: see compression)
+
+            request.body = compression.inflate(request.body, coded,
+                                               self.settings.max_payload_bytes)
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         if remaining is not None and self._recent_inference_ms:
             needed = self._slowest_ms + self.settings.deadline_margin_ms
@@ -314,13 +326,20 @@ class Service:
                 "inputs": [s.describe() for s in self.model.inputs],
                 "outputs": [s.describe() for s in self.model.outputs]}
 
-    def _fit(self, response: Response, request_id: str, request: Request | None) -> Response:
-        """Encode the body; one that cannot fit Lambda's response limit becomes a clear error
-        instead of the runtime's opaque failure (API Gateway would answer 502)."""
+    def _fit(self, response: Response, request_id: str, request: Request,
+             source: sources.EventSource) -> Response:
+        """Encode the body, gzip a large JSON one when the client accepts it; one that cannot
+        fit Lambda's response limit becomes a clear error instead of the runtime's opaque
+        failure (API Gateway would answer 502)."""
         size = len(response.body_bytes())
+        if size >= self._gzip_from and source.name in GZIP_SOURCES and not response.is_binary:
+            from handler import compression  # large answers only: zlib stays off the cold start
+
+            compression.negotiate(response, request.headers.get("accept-encoding"))
+            size = len(response.body)
         if size <= FITS_EVEN_IN_BASE64:  # the usual answer: no look at its type
             return response
-        wire = size * 4 // 3 + 4 if response.is_binary else size  # base64 on the way out
+        wire = size * 4 // 3 + 4 if response.sent_in_base64 else size  # base64 on the way
         if wire <= LAMBDA_MAX_SYNC_PAYLOAD - RESPONSE_ENVELOPE:
             return response
         error = self._error(ResponseTooLargeError(

@@ -93,6 +93,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("cache_size", _non_negative_int, 0,
              "Entries in the in-environment result cache keyed by the request body's hash; "
              "0 = off."),
+    Variable("gzip_min_bytes", _non_negative_int, 1400,
+             "gzip a JSON answer of at least this many bytes when the client's "
+             "`Accept-Encoding` allows it and it gets smaller even base64-encoded (HTTP API, "
+             "Function URL and ALB events; a REST API compresses on its own); 0 = never. The "
+             "default is about one TCP segment: a smaller body gains nothing on the wire."),
     Variable("deadline_margin_ms", _non_negative_int, 20,
              "Refuse (504) a request when the remaining invocation time minus this margin "
              "cannot cover the slowest recent inference."),
@@ -123,6 +128,7 @@ class Settings(NamedTuple):
     warmup: bool
     max_payload_bytes: int
     cache_size: int
+    gzip_min_bytes: int
     deadline_margin_ms: int
     log_level: str
     metrics: bool

@@ -8,7 +8,7 @@ power of two (``tests/unit/test_float_json.py``). Only the notation may differ: 
 ``0.00001`` and ``100000000000000000000.0`` where ``repr`` writes ``1e-05`` and ``1e+20``.
 
 Why a C library here and not for the rest: on MiniLM's batch of 8 (3,072 values) the body takes
-0.13× the instructions of the standard encoder's float64 ``repr`` (0.18× its time), where
+0.18× the instructions of the standard encoder's float64 ``repr`` (0.15× its time), where
 ``float_text`` takes 1.20× (README, "MiniLM's JSON response"), with the same bytes. Its C
 module ``cyyjson`` is imported on the first array that needs it, not at init, so small
 outputs (under ``float_text.SMALL`` values: a classifier's logits, a scalar, ``digits``) never

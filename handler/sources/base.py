@@ -117,10 +117,12 @@ def body_of(event: dict[str, Any]) -> bytes:
 def encoded_body(response: Response) -> tuple[str, bool]:
     """(body, isBase64Encoded) as API Gateway, Function URLs and ALB expect them."""
     body = response.body_bytes()
-    if response.is_binary:
+    text = response.text  # the JSON text the body was encoded from: no decode back, no look
+    if text is not None:  # at its type (text the gateway passes on as the same bytes)
+        return text, False
+    if response.sent_in_base64:
         return binascii.b2a_base64(body, newline=False).decode("ascii"), True
-    text = response.text  # the JSON text the body was encoded from: no decode back
-    return (body.decode("utf-8") if text is None else text), False
+    return body.decode("utf-8"), False
 
 
 def strip_stage(path: str, stage: str | None) -> str:

@@ -4,12 +4,16 @@ health, metadata, JSON and binary inference, and our errors as the client reads 
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
+from onnx_lambda.client import wire
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.source_tree import root
 from tests.support import models
@@ -57,11 +61,12 @@ def test_metadata(client: Any) -> None:
     assert [o["name"] for o in meta["outputs"]] == ["total", "doubled"]
 
 
-def inputs(binary: bool, a: np.ndarray = A, a_datatype: str = "FP32") -> list[Any]:
+def inputs(binary: bool, a: np.ndarray = A, a_datatype: str = "FP32",
+           ids: np.ndarray = IDS) -> list[Any]:
     first = http.InferInput("a", list(a.shape), a_datatype)
     first.set_data_from_numpy(a, binary_data=binary)
-    second = http.InferInput("ids", list(IDS.shape), "INT64")
-    second.set_data_from_numpy(IDS, binary_data=binary)
+    second = http.InferInput("ids", list(ids.shape), "INT64")
+    second.set_data_from_numpy(ids, binary_data=binary)
     return [first, second]
 
 
@@ -74,6 +79,31 @@ def test_infer(client: Any, binary: bool) -> None:
                                rtol=1e-6)
     np.testing.assert_array_equal(result.as_numpy("doubled"), IDS * 2)
     assert result.get_response()["id"] == "r-1"
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
+def test_gzip_both_ways(client: Any, served: Emulator, binary: bool) -> None:
+    """The client's own request and response compression: a gzip request body undone by the
+    handler; a JSON answer of ~10 KB sent back gzip-compressed, as the client asked."""
+    a = (np.arange(1200, dtype=np.float32) / 7).reshape(400, 3)
+    ids = np.arange(800, dtype=np.int64).reshape(400, 2) - 400
+    result = client.infer(MODEL, inputs(binary, a, ids=ids), outputs=[
+        http.InferRequestedOutput("total", binary_data=False),
+        http.InferRequestedOutput("doubled", binary_data=False)],
+        request_compression_algorithm="gzip", response_compression_algorithm="gzip")
+    np.testing.assert_allclose(result.as_numpy("total"), a.sum(axis=1, keepdims=True),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(result.as_numpy("doubled"), ids * 2)
+    # the answer the client decoded was gzip on the wire: the same request, seen raw
+    body, headers = wire.v2_request({"a": a, "ids": ids}, binary=False)
+    raw = httpx.post(f"{served.url}/v2/models/{MODEL}/infer", content=gzip.compress(body),
+                     headers={**headers, "content-encoding": "gzip",
+                              "accept-encoding": "gzip"}, timeout=30.0)
+    assert raw.status_code == 200
+    assert raw.headers["content-encoding"] == "gzip"
+    assert raw.headers["vary"] == "accept-encoding"
+    assert int(raw.headers["content-length"]) < len(raw.content) / 2  # httpx decoded it
+    assert json.loads(raw.content)["outputs"][1]["data"] == (ids * 2).ravel().tolist()
 
 
 @pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
