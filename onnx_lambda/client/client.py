@@ -40,13 +40,15 @@ class Client:
     tried, with full-jitter exponential backoff from ``backoff_s`` capped at ``backoff_cap_s``;
     our own errors are never retried. ``keepalive=False`` opens a new connection per request.
     ``verify``: a CA bundle path (e.g. the emulator's ``--tls`` certificate) or False.
+    ``gzip``: accept gzip-compressed answers (httpx's default; the handler gzips JSON answers
+    of 1,400 bytes or more); False asks for them uncompressed (``Accept-Encoding: identity``).
     """
 
     def __init__(self, url: str, *, auth: str | Signer | None = None, http2: bool = False,
                  timeout: float = 30.0, retries: int = 3, backoff_s: float = 0.05,
                  backoff_cap_s: float = 2.0, keepalive: bool = True,
                  verify: bool | str | ssl.SSLContext = True, model: str | None = None,
-                 region: str | None = None) -> None:
+                 region: str | None = None, gzip: bool = True) -> None:
         self.url = url.rstrip("/")
         self._sign = signer(auth, self.url, region)
         self.retries, self.backoff_s, self.backoff_cap_s = retries, backoff_s, backoff_cap_s
@@ -56,7 +58,8 @@ class Client:
             verify = ssl.create_default_context(cafile=verify)
         try:
             self._http = httpx.Client(http2=http2, timeout=timeout, limits=limits,
-                                      verify=verify)
+                                      verify=verify,
+                                      headers=None if gzip else {"accept-encoding": "identity"})
         except ImportError as error:  # httpx names the extra: h2 is in onnx-lambda[dev]
             raise ImportError(f"{error} (pip install 'onnx-lambda[dev]')") from None
 
@@ -136,8 +139,9 @@ class Client:
         response = self._http.request(method, url, content=body or None, headers=headers,
                                       extensions={"trace": trace})
         total = (time.perf_counter() - started) * 1e3
-        received = len(response.content) + sum(len(k) + len(v) + 4 for k, v in
-                                               response.headers.raw)
+        response.read()  # the bytes on the wire (gzip's, when compressed), not the decoded ones
+        received = response.num_bytes_downloaded + sum(len(k) + len(v) + 4 for k, v in
+                                                       response.headers.raw)
         sent = len(body) + sum(len(k) + len(v) + 4 for k, v in response.request.headers.raw)
         spent = timing(trace, total, response.headers, protocol=response.http_version,
                        attempts=attempt, sent=sent, received=received)

@@ -7,14 +7,18 @@ import json
 import sys
 from pathlib import Path
 
+# probe.VARIANTS' names (a test checks): the CLI starts without importing numpy and httpx
+VARIANT_NAMES = ("keep-alive", "new connection", "JSON tensors", "JSON, no gzip", "HTTP/2")
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe = subparsers.add_parser(
         "probe", help="a caller's-side latency breakdown of an endpoint (network leg included)",
         description="Send N requests per variant (keep-alive, new connection per request, JSON "
-                    "tensors, HTTP/2 on https) to a deployed or local endpoint and print "
-                    "p50/p95/p99 of connect, write, wait, read, the network leg and the "
-                    "server's Server-Timing stages, the cold starts seen and the bytes moved.")
+                    "tensors with and without gzip, HTTP/2 on https) to a deployed or local "
+                    "endpoint and print p50/p95/p99 of connect, write, wait, read, the network "
+                    "leg and the server's Server-Timing stages, the cold starts seen and the "
+                    "bytes moved.")
     probe.add_argument("url", help="the API's base URL (e.g. https://ID.execute-api.REGION."
                                    "amazonaws.com, or the emulator's)")
     probe.add_argument("--requests", "-n", type=int, default=200, help="per variant (200)")
@@ -26,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     probe.add_argument("--input", type=Path, default=None, metavar="FILE.npz",
                        help="the inputs to send, one array per model input")
     probe.add_argument("--variant", action="append", default=None,
-                       choices=("keep-alive", "new connection", "JSON tensors", "HTTP/2"),
+                       choices=VARIANT_NAMES,
                        help="repeatable; default: all (HTTP/2 on https URLs only)")
     probe.add_argument("--auth", default=None,
                        help="'iam' (SigV4 with your AWS credentials) or a bearer token")

@@ -1,10 +1,11 @@
 """``onnx-lambda probe URL``: where a request's milliseconds go, seen from the caller.
 
-N requests per variant at concurrency C, the variants interleaved in blocks so drift hits
-them alike: keep-alive (the baseline: binary tensors, HTTP/1.1, one pooled connection), a
-new connection per request, JSON tensors, and HTTP/2 (https only; reported with the protocol
-the server actually chose). The input is the model's signature from ``GET /v2/models/{name}``
-(a free first axis set by ``--batch``, other free axes by ``--dim``), or ``--input FILE.npz``.
+N requests per variant at concurrency C, the variants interleaved in blocks so drift hits them
+alike: keep-alive (the baseline: binary tensors, HTTP/1.1, one pooled connection), a new
+connection per request, JSON tensors (gzip accepted, as httpx does by default), the same without
+gzip, and HTTP/2 (https only; reported with the protocol the server actually chose). The input
+is the model's signature from ``GET /v2/models/{name}`` (a free first axis set by ``--batch``,
+other free axes by ``--dim``), or ``--input FILE.npz``.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ class Variant(NamedTuple):
     keepalive: bool
     http2: bool
     binary: bool
+    gzip: bool = True  # accept gzip answers (the handler compresses JSON of 1,400 bytes or more)
 
 
 VARIANTS = {BASELINE: Variant(True, False, True), "new connection": Variant(False, False, True),
-            "JSON tensors": Variant(True, False, False), "HTTP/2": Variant(True, True, True)}
+            "JSON tensors": Variant(True, False, False),
+            "JSON, no gzip": Variant(True, False, False, gzip=False),
+            "HTTP/2": Variant(True, True, True)}
 
 
 def example_inputs(metadata: Mapping[str, Any], dim: int,
@@ -65,7 +69,7 @@ def run(url: str, *, requests: int = 200, concurrency: int = 1, dim: int = 1, ba
     def client(name: str, model: str | None = None) -> Client:
         variant = VARIANTS[name]
         return Client(url, keepalive=variant.keepalive, http2=variant.http2, model=model,
-                      **options)
+                      gzip=variant.gzip, **options)
 
     clients = {names[0]: client(names[0])}
     try:

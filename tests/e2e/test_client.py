@@ -70,9 +70,19 @@ def test_infer_outputs_equal_the_models(served: Emulator, model: Path, binary: b
 def test_binary_tensors_move_fewer_bytes_than_json(served: Emulator) -> None:
     big = {"a": np.random.default_rng(0).random((64, 3), dtype=np.float32),
            "ids": np.arange(128, dtype=np.int64).reshape(64, 2) * 1_000_003}
-    with Client(served.url) as client:
+    with Client(served.url, gzip=False) as client:
         binary, text = client.infer(big).timing, client.infer(big, binary=False).timing
     assert binary.sent_bytes < text.sent_bytes and binary.received_bytes < text.received_bytes
+
+
+def test_a_large_json_answer_comes_gzipped_and_counts_its_wire_bytes(served: Emulator) -> None:
+    big = {"a": np.random.default_rng(1).random((300, 3), dtype=np.float32),
+           "ids": np.arange(600, dtype=np.int64).reshape(300, 2)}
+    with Client(served.url) as packed, Client(served.url, gzip=False) as plain:
+        small, large = packed.infer(big, binary=False), plain.infer(big, binary=False)
+    for name in ("total", "doubled"):
+        np.testing.assert_array_equal(small.outputs[name], large.outputs[name])
+    assert small.timing.received_bytes < large.timing.received_bytes * 0.6
 
 
 def test_timing_fields_are_consistent(served: Emulator) -> None:

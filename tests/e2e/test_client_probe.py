@@ -16,6 +16,8 @@ from botocore.credentials import Credentials
 from onnx_lambda.cli import main
 from onnx_lambda.client import Client
 from onnx_lambda.client.auth import SigV4
+from onnx_lambda.client.commands import VARIANT_NAMES
+from onnx_lambda.client.probe import VARIANTS
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.source_tree import root
 from tests.support import models
@@ -76,7 +78,7 @@ def test_probe_smoke_writes_its_report(tls: Emulator, tmp_path: Path,
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads((tmp_path / "probe.json").read_text())
     assert printed == saved and saved["model"] == "linear"
-    assert set(saved["variants"]) == {"keep-alive", "new connection", "JSON tensors", "HTTP/2"}
+    assert list(saved["variants"]) == list(VARIANTS) == list(VARIANT_NAMES)
     for name, variant in saved["variants"].items():
         assert variant["ok"] == 4 and variant["errors"] == 0, name
         assert {"total", "connect", "network", "server inference"} <= set(variant["stages"])
