@@ -4,7 +4,7 @@
     build_layer.py layer --arch x86_64 --out DIR [--zip FILE] [--extra FILE]   the layer
     build_layer.py image-size [--arch x86_64] [--model DIR] [--budget-mb N] [--extra FILE]
     build_layer.py prune DIR                   prune an installed tree
-    build_layer.py prune-model DIR             drop the portable copy the runtime cannot load
+    build_layer.py prune-model DIR             drop the model files the runtime never reads
     build_layer.py code PACKAGE DEST           copy a function package as it ships
 
 `layers/requirements.txt` is the single source of what is installed; the Dockerfile runs the
@@ -125,15 +125,32 @@ def pinned_version(requirements: Path, name: str = ORT_PACKAGE) -> str:
 
 
 def prune_model(folder: Path, ort_version: str) -> int:
-    """Delete the portable copy when the runtime can never fall back to it: the manifest's
-    model was made for ``ort_version``, the version the package pins (handler/artifact.py falls
-    back only on a mismatch). Returns bytes freed."""
+    """Delete from a shipped copy of a model folder what its runtime never reads. Returns bytes
+    freed.
+    - The portable copy, when the manifest's model was made for ``ort_version``, the version
+      the package pins (handler/artifact.py falls back only on a mismatch, and skips the
+      unused model file when it verifies).
+    - A text model's whole ``tokenizer.json`` once build-model has split it: the manifest's
+      ``pipeline_options`` then name the base file and the vocabulary the handler reads
+      (handler/pipelines/tokenizer_files.py). Its entry leaves the manifest's ``files`` too,
+      so that a verified start does not look for it."""
     manifest = json.loads((folder / "model.json").read_text())
     model = manifest["model"]
     portable = manifest.get("portable", model)
-    if portable == model or manifest.get("onnxruntime") != ort_version:
-        return 0
-    path = folder / portable
+    freed = 0
+    if portable != model and manifest.get("onnxruntime") == ort_version:
+        freed += _unlink(folder / portable)
+    options = manifest.get("pipeline_options") or {}
+    whole = "tokenizer.json"  # tokenizer_files.DEFAULT_FILE (this script runs without handler/)
+    split = options.get("tokenizer", whole), options.get("vocabulary")
+    if split[0] != whole and split[1] and all((folder / name).is_file() for name in split):
+        freed += _unlink(folder / whole)
+        if manifest.get("files", {}).pop(whole, None) is not None:
+            (folder / "model.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return freed
+
+
+def _unlink(path: Path) -> int:
     if not path.is_file():
         return 0
     size = path.stat().st_size
@@ -234,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument("--extra", action="append", default=[], help=extra_help)
     pruner = sub.add_parser("prune", help="prune an installed site-packages tree")
     pruner.add_argument("root", type=Path)
-    model_pruner = sub.add_parser("prune-model", help="drop a model folder's unusable copy")
+    model_pruner = sub.add_parser("prune-model", help="drop model files the runtime never reads")
     model_pruner.add_argument("folder", type=Path)
     model_pruner.add_argument("--requirements", type=Path, default=REQUIREMENTS,
                               help="where onnxruntime's pin is read")

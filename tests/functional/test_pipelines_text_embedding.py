@@ -16,6 +16,7 @@ from handler.manifest import Manifest
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.support import build_models
+from tests.support.layer import build_layer
 
 MAX_LENGTH = 5
 
@@ -136,3 +137,26 @@ def test_missing_vocabulary_fails_init(tmp_path: Path, make_service: Callable[..
     (out / "vocab.txt").unlink()
     with pytest.raises(ModelLoadError, match=r"tokenizer\.base\.json with vocab\.txt"):
         make_service(out)
+
+
+def test_the_image_ships_the_split_tokenizer_without_its_whole_file(
+        tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    """``prune-model`` (the Dockerfile's, the layer's) drops tokenizer.json once build-model
+    split it, and its manifest entry: a verified start embeds the same."""
+    vocab = build_models.wordpiece_vocab()
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", rows=len(vocab))
+    tokenizer = build_models.wordpiece_tokenizer(tmp_path / "tokenizer.json")
+    out, shipped = tmp_path / "model", tmp_path / "shipped"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer)]) == 0
+    shutil.copytree(out, shipped)
+    whole = (out / "tokenizer.json").stat().st_size
+    freed = build_layer.prune_model(shipped, Manifest.load(out).onnxruntime or "")
+    assert not (shipped / "tokenizer.json").exists() and freed >= whole
+    assert "tokenizer.json" not in Manifest.load(shipped).files
+    assert {"tokenizer.base.json", "vocab.txt"} <= set(Manifest.load(shipped).files)
+    sentences = ["the cat sat [MASK]", "Café unable", "日本 😀 👍", ""]
+    built, pruned = (make_service(f, verify="always")({"inputs": sentences}, Context())
+                     for f in (out, shipped))
+    assert built == pruned
+    assert build_layer.prune_model(shipped, Manifest.load(out).onnxruntime or "") == 0  # once
