@@ -17,6 +17,9 @@ _T0 = time.perf_counter()
 # user pipeline may, and it never needs BLAS threads (ONNX Runtime has its own pool).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from handler import bundle  # noqa: E402
+
+bundle.install()  # our modules' bytecode from one file, when the image wrote one (timed too)
 from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
 from handler.lifecycle import stop_cleanly_on_sigterm  # noqa: E402
 from handler.settings import Settings  # noqa: E402
