@@ -26,7 +26,10 @@ from handler.settings import Settings  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()
 
-SERVICE = create(Settings.from_env())
+try:
+    SERVICE = create(Settings.from_env())
+finally:  # the init's imports are done (its pipeline's too): later ones take the normal path
+    bundle.remove()
 if SERVICE.settings.tracing:  # X-Ray SDK (and botocore) only when tracing is on; timed as init
     from handler import tracing
 

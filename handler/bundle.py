@@ -5,14 +5,16 @@ Python-level machinery (a directory scan, the source's stat, the ``.pyc``'s open
 validation) before its code runs; the init imports ~35 of ours. The image writes every module's
 code into one file at build time (``python -m handler.bundle``, after ``compileall``);
 ``handler.app`` calls ``install`` before its imports, and each handler module then comes from
-that file: one read at install, a dictionary look-up and the check a timestamp ``.pyc`` makes
-(the ``.py``'s size and mtime, one ``os.stat``). The ``.py`` files stay the source of truth: a
-module whose source changed or is gone, or a bundle that is missing, unreadable or written by
-another Python, is not served from it; that module imports the normal way.
+that file: a dictionary look-up, the check a timestamp ``.pyc`` makes (the ``.py``'s size and
+mtime, one ``os.stat``) and one ``os.pread`` of its code (read per module, not all at install:
+a buffer of the whole file costs a page fault per 4 KB, ~10 µs each on these VMs). ``remove``
+(after the init) closes it; later imports take the normal path. The ``.py`` files stay the source
+of truth: a module whose source changed or is gone, or a bundle that is missing, unreadable or
+written by another Python, is not served from it; that module imports the normal way.
 
 File: an 8-byte little-endian length, then the marshalled header ``(MAGIC_NUMBER, FORMAT,
-{module name: Entry}, codes' length)``, then each module's marshalled code object, back to back
-(sliced out of the one buffer without a copy). A file of another length is not used.
+{module name: Entry}, codes' length)``, then each module's marshalled code object, back to back.
+A file of another length is not used.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from _frozen_importlib import ModuleSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
+    from typing import BinaryIO
 
     # source and its .pyc (relative to the package), is a package, source size and mtime_ns,
     # code offset and length
@@ -40,8 +43,9 @@ _SELF = ("handler", "handler.app", "handler.bundle")  # imported before it is in
 class _Finder:
     """``sys.meta_path``'s first entry, and the loader of what it finds."""
 
-    def __init__(self, package: str, modules: dict[str, Entry], codes: memoryview) -> None:
-        self.package, self.modules, self.codes = package, modules, codes
+    def __init__(self, package: str, modules: dict[str, Entry], file: BinaryIO,
+                 start: int) -> None:
+        self.package, self.modules, self.file, self.start = package, modules, file, start
 
     def find_spec(self, name: str, path: object = None,
                   target: object = None) -> ModuleSpec | None:
@@ -61,14 +65,15 @@ class _Finder:
         spec.cached = os.path.join(self.package, cached)  # (unset: computed in Python)
         if is_package:
             spec.submodule_search_locations = [os.path.dirname(source)]
-        spec.loader_state = self.codes[offset:offset + length]
+        spec.loader_state = (self.start + offset, length)
         return spec
 
     def create_module(self, spec: ModuleSpec) -> None:
         return None  # the default module object
 
     def exec_module(self, module: ModuleType) -> None:
-        exec(marshal.loads(module.__spec__.loader_state), module.__dict__)
+        offset, length = module.__spec__.loader_state
+        exec(marshal.loads(os.pread(self.file.fileno(), length, offset)), module.__dict__)
 
 
 def path_of(package: str) -> str:
@@ -77,21 +82,33 @@ def path_of(package: str) -> str:
 
 
 def install(path: str | None = None) -> bool:
-    """Serve the handler's modules from the bundle (default: this package's); False (nothing
-    installed) when there is none usable."""
+    """Serve the handler's modules from the bundle (default: this package's) until ``remove``;
+    False (nothing installed) when there is none usable."""
     path = path or path_of(PACKAGE)
     try:
-        with open(path, "rb") as fh:
-            data = memoryview(fh.read())
-        end = 8 + int.from_bytes(data[:8], "little")
-        magic, version, modules, length = marshal.loads(data[8:end])
-    except (OSError, EOFError, ValueError, TypeError):
+        fh = open(path, "rb")  # noqa: SIM115  (open until ``remove``)
+    except OSError:
         return False
-    if (magic, version) != (_MAGIC, FORMAT) or len(data) != end + length:
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        end = 8 + int.from_bytes(fh.read(8), "little")
+        magic, version, modules, length = marshal.loads(fh.read(end - 8)) if end <= size else ()
+        usable = (magic, version) == (_MAGIC, FORMAT) and size == end + length
+    except (OSError, EOFError, ValueError, TypeError):  # (a short tuple is a ValueError)
+        usable = False
+    if not usable:
+        fh.close()
         return False
     package = os.path.dirname(os.path.dirname(path))  # (the bundle is in its __pycache__)
-    sys.meta_path.insert(0, _Finder(package, modules, data[end:]))
+    sys.meta_path.insert(0, _Finder(package, modules, fh, end))
     return True
+
+
+def remove() -> None:
+    """Stop serving from the bundle and close it (the init is done: ``handler.app``)."""
+    for finder in [f for f in sys.meta_path if isinstance(f, _Finder)]:
+        sys.meta_path.remove(finder)
+        finder.file.close()
 
 
 def _module_name(relative: str) -> str:

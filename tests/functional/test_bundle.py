@@ -1,5 +1,6 @@
-"""``handler.bundle``: the init's modules come from the one-file bytecode the image writes, and
-the ``.py`` files stay the source of truth (an edited module, a missing, corrupt or foreign
+"""``handler.bundle``: the init's modules come from the one-file bytecode the image writes (and
+only the init's: the finder is gone after it, the file closed), and the ``.py`` files stay the
+source of truth (an edited module, a missing, corrupt or foreign
 bundle: the normal import, the same answers). Each case is a fresh interpreter on a copy of the
 handler package, started as Lambda starts one (``python -S``, no venv hooks)."""
 
@@ -19,16 +20,23 @@ from onnx_lambda.bench.cold import interpreter
 from onnx_lambda.source_tree import root
 from onnx_lambda.tiny_models import linear
 
-# which loader served each handler module, and the first answer of the handler
+# which loader served each handler module, the first answer of the handler, whether a bundle
+# finder is left and the file descriptors open after the init
 PROBE = (
     "import json, sys\n"
     "import handler.app as app\n"
     "event = {'version': '2.0', 'rawPath': '/predict', 'body': json.dumps({'inputs': [[1, 2, 3, "
     "4]]}), 'requestContext': {'http': {'method': 'POST', 'path': '/predict'}}, 'headers': {}}\n"
     "answer = app.handler(event, None)\n"
+    "import handler.codecs.v2  # after the init (a V2 request would load it)\n"
     "loaders = {name: type(m.__spec__.loader).__name__ for name, m in sys.modules.items()\n"
     "           if name.startswith('handler')}\n"
-    "print(json.dumps([loaders, answer['statusCode'], json.loads(answer['body'])]))\n")
+    "import os\n"
+    "left = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == '_Finder']\n"
+    "fds = [f'/proc/self/fd/{fd}' for fd in os.listdir('/proc/self/fd')]\n"
+    "files = [os.readlink(fd) for fd in fds if os.path.lexists(fd)]  # (not listdir's own)\n"
+    "print(json.dumps([loaders, answer['statusCode'], json.loads(answer['body']), left,\n"
+    "                  [f for f in files if f.endswith('.bin')]]))\n")
 
 
 @pytest.fixture()
@@ -53,7 +61,8 @@ def _python(task: Path, program: str) -> subprocess.CompletedProcess[str]:
 def _run(task: Path, method: str = "POST") -> tuple[dict[str, str], int, dict]:
     done = _python(task, PROBE.replace("'POST'", repr(method)))
     assert done.returncode == 0, done.stderr
-    loaders, status, body = json.loads(done.stdout.splitlines()[-1])
+    loaders, status, body, finders_left, bundles_open = json.loads(done.stdout.splitlines()[-1])
+    assert finders_left == [] and bundles_open == []  # only the init is served from it
     return loaders, status, body
 
 
@@ -72,7 +81,9 @@ def test_the_init_imports_our_modules_from_the_bundle(task_root: Path) -> None:
     assert (status_after, body_after) == (status, body) and status == 200
     assert served.keys() == without.keys()  # the same modules, nothing more at init
     from_files = {name for name, loader in served.items() if loader != "_Finder"}
-    assert from_files == {"handler", "handler.app", "handler.bundle"}  # imported before it
+    # imported before it is installed, and after the init
+    assert from_files == {"handler", "handler.app", "handler.bundle", "handler.codecs.v2",
+                          "handler.codecs.shapes"}
 
 
 def test_an_edited_module_imports_from_its_source(task_root: Path) -> None:
