@@ -17,13 +17,19 @@ _T0 = time.perf_counter()
 # user pipeline may, and it never needs BLAS threads (ONNX Runtime has its own pool).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from handler import bundle  # noqa: E402
+
+bundle.install()  # our modules' bytecode from one file, when the image wrote one (timed too)
 from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
 from handler.lifecycle import stop_cleanly_on_sigterm  # noqa: E402
 from handler.settings import Settings  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()
 
-SERVICE = create(Settings.from_env())
+try:
+    SERVICE = create(Settings.from_env())
+finally:  # the init's imports are done (its pipeline's too): later ones take the normal path
+    bundle.remove()
 if SERVICE.settings.tracing:  # X-Ray SDK (and botocore) only when tracing is on; timed as init
     from handler import tracing
 

@@ -12,8 +12,9 @@ import sys
 import time
 from collections import OrderedDict, deque
 
-from handler import ping, routes, sources, tensors
-from handler.codecs import npy, simple, v2
+# codecs.npy and codecs.v2 load on first use (codecs.__getattr__)
+from handler import codecs, ping, routes, sources, tensors
+from handler.codecs import simple
 from handler.environment import EnvironmentState
 from handler.errors import (
     DeadlineExceededError,
@@ -170,7 +171,7 @@ class Service:
         self._check_model(params, request)
         if operation == "v2_model_ready":
             return Response(200, payload={"name": self.model.name, "ready": True})
-        return Response(200, payload=v2.metadata(self.model))
+        return Response(200, payload=codecs.v2.metadata(self.model))
 
     def _predict(self, request: Request, timer: StageTimer) -> Response:
         kind = request.content_type
@@ -181,14 +182,14 @@ class Service:
         accept = request.headers.get("accept")
         answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
         if is_npy:
-            feeds, parameters = npy.decode(request, self.model), {}
+            feeds, parameters = codecs.npy.decode(request, self.model), {}
         else:
             inputs, parameters = simple.decode(request)
             feeds = self.pipeline.preprocess(inputs, parameters)
         timer.mark("decode")
         outputs = self._run(feeds, timer)
         if answer_npy:
-            return npy.encode(outputs, request.query)
+            return codecs.npy.encode(outputs, request.query)
         if is_npy:
             return Response(200, tensors.outputs_to_json(outputs))
         # positional: a keyword costs a name match per call
@@ -197,13 +198,13 @@ class Service:
     def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
         if _wants_npy(request.headers.get("accept", ""), default=False):
             raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
-        decoded = v2.decode(request, self.model)
+        decoded = codecs.v2.decode(request, self.model)
         if request.raw_response:  # direct invocations carry JSON only
-            decoded = v2.Decoded(decoded.feeds, decoded.id, dict.fromkeys(decoded.outputs, False),
-                                 False)
+            decoded = codecs.v2.Decoded(decoded.feeds, decoded.id,
+                                        dict.fromkeys(decoded.outputs, False), False)
         timer.mark("decode")
         outputs = self._run(decoded.feeds, timer)
-        return v2.encode(self.model, outputs, decoded)
+        return codecs.v2.encode(self.model, outputs, decoded)
 
     def _run(self, feeds: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
         outputs = self.model.run(feeds)
@@ -250,7 +251,8 @@ class Service:
 
         digest = hashlib.blake2b(request.body, digest_size=16)
         for part in (request.path, request.content_type, request.headers.get("accept", ""),
-                     request.headers.get(v2.HEADER_LENGTH, ""), request.query.get("output", "")):
+                     request.headers.get(codecs.v2.HEADER_LENGTH, ""),
+                     request.query.get("output", "")):
             digest.update(b"\0" + part.encode())
         return digest.digest()
 
@@ -312,7 +314,7 @@ class Service:
         self.warmup_status = "ok"
 
     def _example_file(self, name: str) -> dict[str, Any]:
-        arrays = npy.load_npz(self.model.artifact.file(name))  # data, never code
+        arrays = codecs.npy.load_npz(self.model.artifact.file(name))  # data, never code
         return tensors.check(arrays, self.model.inputs)
 
     def _health(self) -> dict[str, Any]:

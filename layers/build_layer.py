@@ -219,8 +219,13 @@ def assemble_task_root(root: Path, arch: str, model: Path, code: Path,
     shipped_model = root / "models" / model.name
     shutil.copytree(model, shipped_model)
     prune_model(shipped_model, pinned_version(REQUIREMENTS))
-    # The Dockerfile's compileall (bytecode of this interpreter: within a few % of 3.12's).
+    # The Dockerfile's compileall and bundle (bytecode of this interpreter: within a few % of
+    # 3.12's).
     compileall.compile_dir(str(root), quiet=1)
+    # the checkout's (image-size runs from it; the Dockerfile's deps stage never calls this)
+    from handler import bundle
+
+    bundle.write(str(root / code.name))
 
 
 def image_report(arch: str, model: Path, code: Path,

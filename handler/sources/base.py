@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import binascii
 import math
 
 from handler.errors import BadRequestError
@@ -101,6 +100,8 @@ def body_of(event: dict[str, Any]) -> bytes:
                 return body.encode()  # (the default codec's fast path: no handler look-up)
             except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the event's JSON)
                 return body.encode("utf-8", "surrogatepass")
+        import binascii  # base64 bodies only: a JSON request never loads the extension module
+
         try:
             # base64.b64decode(validate=True) itself, without importing base64 (≈ 0.8 M
             # instructions of the cold start); a non-ASCII string is a ValueError too
@@ -121,6 +122,8 @@ def encoded_body(response: Response) -> tuple[str, bool]:
     if text is not None:  # at its type (text the gateway passes on as the same bytes)
         return text, False
     if response.sent_in_base64:
+        import binascii  # binary answers only (.npy, V2 binary tensors, gzip): see body_of
+
         return binascii.b2a_base64(body, newline=False).decode("ascii"), True
     return body.decode("utf-8"), False
 

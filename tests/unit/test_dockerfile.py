@@ -79,7 +79,10 @@ def test_final_stage_copies_code_and_model_and_runs_the_handler(parsed: Dockerfi
     copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
     assert ["--from=deps", "/deps", "${LAMBDA_TASK_ROOT}"] in copies
     assert ["handler/", "${LAMBDA_TASK_ROOT}/handler/"] in copies
-    assert any("compileall" in i["value"] for i in final if i["instruction"] == "RUN")
+    runs = [i["value"] for i in final if i["instruction"] == "RUN"]
+    # the bytecode, then handler.bundle's one file of it, from the task root (what app reads)
+    assert any("compileall" in run and run.index("compileall") < run.find(
+        "cd ${LAMBDA_TASK_ROOT} && python -m handler.bundle") for run in runs), runs
     assert json.loads(instructions(parsed, "CMD")[-1]) == ["handler.app.handler"]
     # MODEL is declared once (deploy-config edits that line) and imported by both stages
     assert all("ARG" in [i["instruction"] for i in stage if i["value"] == "MODEL"]
