@@ -93,9 +93,8 @@ class Service:
         method = path = None
         if request is not None:
             method, path = request.method, request.path
-        timer.mark("encode")
         durations = timer.durations  # this request's own timer: no copy needed
-        durations["total"] = timer.total_ms()
+        durations["total"] = timer.close("encode")
         if cold:
             durations.update(self.init_durations)
         timing = self.telemetry.request(  # positional: keywords cost a name match each
