@@ -64,7 +64,9 @@ class Service:
             return self._last_resort(event, request_id, exc)
 
     def _handle(self, event: Any, context: Any, request_id: str) -> Any:
-        if ping.is_ping(event):
+        # (ping.is_ping looks for one of these keys: an HTTP event has neither, and no call)
+        if isinstance(event, dict) and ("warmer" in event or "source" in event) and ping.is_ping(
+                event):
             return self._ping(event)
         timer = StageTimer()
         state = self.state

@@ -116,7 +116,9 @@ def body_of(event: dict[str, Any]) -> bytes:
 
 def encoded_body(response: Response) -> tuple[str, bool]:
     """(body, isBase64Encoded) as API Gateway, Function URLs and ALB expect them."""
-    body = response.body_bytes()
+    body = response.body
+    if body is None:  # (a source's own response; ``Service`` has encoded its answers)
+        body = response.body_bytes()
     if response.is_binary:
         return binascii.b2a_base64(body, newline=False).decode("ascii"), True
     text = response.text  # the JSON text the body was encoded from: no decode back
