@@ -57,7 +57,9 @@ class Service:
     # -- entry ---------------------------------------------------------------------------
 
     def __call__(self, event: Any, context: Any) -> Any:
-        request_id = str(getattr(context, "aws_request_id", None) or os.urandom(16).hex())
+        request_id = getattr(context, "aws_request_id", None)
+        if not request_id or request_id.__class__ is not str:  # (Lambda's is: no str() call)
+            request_id = str(request_id or os.urandom(16).hex())
         try:
             return self._handle(event, context, request_id)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
