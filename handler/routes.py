@@ -40,7 +40,20 @@ def is_v2(path: str) -> bool:
     return path == "/v2" or path.startswith("/v2/")
 
 
+_MATCHED: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}  # (method, path) → match
+
+
 def match(method: str, path: str) -> tuple[str, dict[str, str]]:
+    """→ (operation, path parameters); the parameters are shared: read them, never change."""
+    matched = _MATCHED.get((method, path))  # a warm environment's few routes: one look-up
+    if matched is None:
+        matched = _match(method, path)
+        if len(_MATCHED) < 64:  # a client chooses the path: bounded
+            _MATCHED[method, path] = matched
+    return matched
+
+
+def _match(method: str, path: str) -> tuple[str, dict[str, str]]:
     if len(path) > 1:
         path = path.rstrip("/")
     params: dict[str, str] = {}

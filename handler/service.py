@@ -63,14 +63,18 @@ class Service:
     # -- entry ---------------------------------------------------------------------------
 
     def __call__(self, event: Any, context: Any) -> Any:
-        request_id = str(getattr(context, "aws_request_id", None) or os.urandom(16).hex())
+        request_id = getattr(context, "aws_request_id", None)
+        if not request_id or request_id.__class__ is not str:  # (Lambda's is: no str() call)
+            request_id = str(request_id or os.urandom(16).hex())
         try:
             return self._handle(event, context, request_id)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
             return self._last_resort(event, request_id, exc)
 
     def _handle(self, event: Any, context: Any, request_id: str) -> Any:
-        if ping.is_ping(event):
+        # (ping.is_ping looks for one of these keys: an HTTP event has neither, and no call)
+        if isinstance(event, dict) and ("warmer" in event or "source" in event) and ping.is_ping(
+                event):
             return self._ping(event)
         timer = StageTimer()
         state = self.state
@@ -100,9 +104,8 @@ class Service:
         method = path = None
         if request is not None:
             method, path = request.method, request.path
-        timer.mark("encode")
         durations = timer.durations  # this request's own timer: no copy needed
-        durations["total"] = timer.total_ms()
+        durations["total"] = timer.close("encode")
         if cold:
             durations.update(self.init_durations)
         timing = self.telemetry.request(  # positional: keywords cost a name match each

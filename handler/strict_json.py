@@ -60,21 +60,21 @@ def loads(data: bytes) -> Any:
     """A request body → Python values; ValueError (or RecursionError) when it is not strict
     JSON. UTF-8, -16 and -32 are detected as ``json.loads`` does."""
     if data[:1] in _PLAIN_OPENERS and data[1:2] != b"\0":  # detect_encoding's answer: UTF-8
-        encoding = "utf-8"
-        text = data.decode(encoding, "surrogatepass")
+        text = data.decode("utf-8", "surrogatepass")
         try:  # the C scanner straight away; anything but one whole document takes decode()'s
             value, end = _SCAN(text, 0)  # way, for its exact error message
         except Exception:
             end = -1
         if end != len(text):
             value = _DECODER.decode(text)
+        folded = data.translate(_FOLD)
     else:
-        encoding = json.detect_encoding(data)
-        text = data.decode(encoding, "surrogatepass")
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
         value = _DECODER.decode(text)
-    folded = (data if encoding == "utf-8" else text.encode("utf-8", "surrogatepass")
-              ).translate(_FOLD)
-    if folded.find(_HUGE_EXPONENT) >= 0 or folded.find(_LONG_DIGITS) >= 0:
+        folded = text.encode("utf-8", "surrogatepass").translate(_FOLD)
+    # (200 digits in a row need at least 200 bytes: a shorter body needs one look only)
+    if folded.find(_HUGE_EXPONENT) >= 0 or (len(folded) >= 200
+                                            and folded.find(_LONG_DIGITS) >= 0):
         _CHECKED_DECODER.decode(text)  # a number may overflow (rare): check every float
     return value
 

@@ -4,8 +4,9 @@ request that is both the structured log record and a CloudWatch EMF metrics docu
 EMF is written by hand (the spec is one JSON object with an ``_aws`` member) rather than with
 Powertools Metrics: the same output without Powertools' import cost on the cold path (measured
 in the README's cold-start table). The line is a %-template rendered once per set of stages
-(with the ``Server-Timing`` template beside it: ``Telemetry.request`` returns the header), so a
-warm request only formats numbers and a few escaped strings (measured: see
+(with the ``Server-Timing`` template beside it: ``Telemetry.request`` returns the header), and
+the fields after the metrics once per (source, method, path, status, ...), so a warm request
+formats its numbers, escapes its request id and joins (measured: see
 ``python -m onnx_lambda.bench.handler_overhead`` and ``warm_instructions``).
 """
 
@@ -50,60 +51,57 @@ class StageTimer:
     def total_ms(self) -> float:
         return (_now() - self.start) * 1000.0
 
+    def close(self, stage: str) -> float:
+        """``mark(stage)``, then ``total_ms()`` at the same instant (one clock read)."""
+        now = _now()
+        durations = self.durations
+        durations[stage] = durations.get(stage, 0.0) + (now - self._last) * 1000.0
+        self._last = now
+        return (now - self.start) * 1000.0
+
 
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:
-    """The ``Server-Timing`` header alone (``Telemetry.request`` returns the same text)."""
+    """The ``Server-Timing`` header alone (``Telemetry.request`` returns the same text): each
+    duration as milliseconds with 3 decimals (µs resolution: below it is the clock's noise)."""
     key = (cold, *durations)
-    templates = _TIMING_TEMPLATES.get(key)
-    if templates is None:  # one per set of stages: the hot path only fills in numbers
-        templates = _TIMING_TEMPLATES[key] = (_timing_template(durations, cold),
-                                              _numbers_template(durations))
-    return templates[0] % tuple(_milliseconds(durations, templates[1]))
+    template = _TIMING_TEMPLATES.get(key)
+    if template is None:  # one per set of stages
+        template = _TIMING_TEMPLATES[key] = _timing_template(durations, cold)
+    return template % tuple([f"{value:.3f}" for value in durations.values()])
 
 
 def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
-    """The header with a ``%s`` per stage, for the stage's ``_milliseconds`` text."""
+    """The header with a ``%s`` per stage, for the stage's text."""
     parts = [f"{name};dur=%s" for name in durations]
     if cold:
         parts.append('cold-start;desc="first request of this environment"')
     return ", ".join(parts)
 
 
-def _numbers_template(durations: Mapping[str, float]) -> bytes:
-    return b",".join([b"%.3f"] * len(durations))
-
-
-def _milliseconds(durations: Mapping[str, float], template: bytes) -> list[str]:
-    """Each duration as milliseconds with 3 decimals (µs resolution: below it is the clock's
-    noise), formatted once for both the header and the EMF line (a float's ``%`` is most of
-    either's cost; bytes' ``%`` is the cheaper, the split one more C call)."""
-    if not durations:
-        return []
-    return (template % tuple(durations.values())).decode().split(",")
-
-
-_TIMING_TEMPLATES: dict[tuple[object, ...], tuple[str, bytes]] = {}
+_TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
 
 
 class _Layout:
-    """One request line's layout for one set of stages (warm or cold), rendered once: the
-    constant text around the timestamp and the request id is joined as it is, and only the
-    short rest (the numbers' texts and the fields) goes through a %-template, whose cost grows
-    with every character it scans."""
+    """One request line's layout for one set of stages (warm or cold), rendered once. A warm
+    request then makes two C calls of text: one bytes ``%`` formats the timestamp and every
+    duration (``numbers``, split at its commas), and one join puts the line together from the
+    constant parts (``parts``: ``None`` where a request's own text goes) and the request's
+    ``_Telemetry._tail``."""
 
-    __slots__ = ("middle", "numbers", "prefix", "stages", "template", "timing")
+    __slots__ = ("numbers", "parts", "slots", "stages", "timing")
     stages: tuple[int, ...] | None
 
     def __init__(self, telemetry: Telemetry, durations: Mapping[str, float],
                  cold: bool) -> None:
         self.timing = _timing_template(durations, cold)  # the Server-Timing header's
-        self.numbers = _numbers_template(durations)
+        self.numbers = b",".join([b"%d"] + [b"%.3f"] * len(durations))  # timestamp first
         names = COLD_METRICS if cold else STAGE_METRICS
-        stages = tuple(i for i, k in enumerate(durations) if k in names)
+        # the texts' indices (after the timestamp's) of the stages that are metrics
+        stages = tuple(i + 1 for i, k in enumerate(durations) if k in names)
         metrics = [names[k] for k in durations if k in names]
         # None: every stage is a metric, in order (the usual request: no look-up per value)
         self.stages = None if len(stages) == len(durations) else stages
-        function = _ENCODER.encode(telemetry.function_name)  # (joined, not a template)
+        function = _ENCODER.encode(telemetry.function_name)
         record = f'"level":"INFO","message":"request","functionName":{function}'
         if telemetry.metrics:
             definitions = [{"Name": name, "Unit": "Milliseconds"} for name in metrics]
@@ -111,15 +109,19 @@ class _Layout:
             directive = _ENCODER.encode([{"Namespace": telemetry.namespace,
                                           "Dimensions": [["FunctionName"]],
                                           "Metrics": definitions}])
-            self.prefix = f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":'
+            prefix = f'{{"_aws":{{"CloudWatchMetrics":{directive},"Timestamp":'
             middle = f'}},{record},"FunctionName":{function},"{COLD_START}":{int(cold)}'
         else:
-            self.prefix = '{"timestamp":'
+            prefix = '{"timestamp":'
             middle = f',{record}'
-        self.middle = f'{middle},"coldStart":{"true" if cold else "false"},"requestId":'
-        values = "".join(f',"{name}":%s' for name in metrics)  # (our names: no "%" in them)
-        self.template = (f'%s{values},"source":%s,"method":%s,"path":%s,"status":%d,'
-                         f'"errorType":%s,"nonFinite":%d}}\n')
+        middle = f'{middle},"coldStart":{"true" if cold else "false"},"requestId":'
+        # [prefix, timestamp, middle, request id, ,"Name":, value, ..., tail]
+        parts: list[str | None] = [prefix, None, middle, None]
+        for name in metrics:
+            parts += [f',"{name}":', None]
+        self.parts = [*parts, None]
+        # where each request's texts go: the timestamp, then each metric's value
+        self.slots = slice(5, len(parts), 2)
 
 
 class Telemetry:
@@ -131,6 +133,7 @@ class Telemetry:
         self.level = LEVELS[level]
         self.stream = stream or sys.stdout
         self._layouts: dict[tuple[object, ...], _Layout] = {}
+        self._tails: dict[tuple[object, ...], str] = {}
 
     def request(self, durations: Mapping[str, float], request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
@@ -144,17 +147,33 @@ class Telemetry:
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._layouts[key] = _Layout(self, durations, cold)
-        texts = _milliseconds(durations, layout.numbers)
+        texts = (layout.numbers % (time.time() * 1000.0, *durations.values())).decode().split(",")
+        ending = (source, method, path, status, error_type, non_finite)
+        tail = self._tails.get(ending) or self._tail(ending)
+        parts = layout.parts.copy()
+        parts[1] = texts[0]
+        parts[3] = _escape(request_id)
+        parts[layout.slots] = texts[1:] if layout.stages is None else map(
+            texts.__getitem__, layout.stages)
+        parts[-1] = tail
         stream = self.stream
-        stages = texts if layout.stages is None else map(texts.__getitem__, layout.stages)
-        stream.write(layout.prefix + str(int(time.time() * 1000)) + layout.middle
-                     + layout.template % (
-            _escape(request_id), *stages, _escape(source),
-            "null" if method is None else _escape(method),
-            "null" if path is None else _escape(path), status,
-            "null" if error_type is None else _escape(error_type), non_finite))
+        stream.write("".join(parts))
         stream.flush()
+        del texts[0]
         return layout.timing % tuple(texts)
+
+    def _tail(self, ending: tuple[object, ...]) -> str:
+        """The line's fields after the metrics, for one (source, method, path, status, error
+        type, non-finite count): remembered while few (a client chooses the path)."""
+        source, method, path, status, error_type, non_finite = ending
+        tail = (f',"source":{_escape(source)},'
+                f'"method":{"null" if method is None else _escape(method)},'
+                f'"path":{"null" if path is None else _escape(path)},"status":{int(status)},'
+                f'"errorType":{"null" if error_type is None else _escape(error_type)},'
+                f'"nonFinite":{int(non_finite)}}}\n')
+        if len(self._tails) < 64:
+            self._tails[ending] = tail
+        return tail
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:

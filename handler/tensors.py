@@ -143,6 +143,15 @@ def _nested(value: Any, spec: TensorSpec) -> tuple[tuple[int, ...], list[Any]]:
     """JSON nested lists → (shape, the elements in C order); ragged nesting is an error."""
     if type(value) is not list:  # a scalar
         return (), [value]
+    # A batch of one row of scalars (the usual request): what the loop below finds, without
+    # it (tests/unit/test_tensors.py checks both agree)
+    if len(value) == 1 and type(row := value[0]) is list and (not row or type(row[0]) is not list):
+        return (1, len(row)), row
+    return _nested_levels(value, spec)
+
+
+def _nested_levels(value: list[Any], spec: TensorSpec) -> tuple[tuple[int, ...], list[Any]]:
+    """``_nested`` for any list, level by level."""
     shape = [len(value)]
     level = value  # the outermost list is its own only row: no copy
     while level and type(level[0]) is list:

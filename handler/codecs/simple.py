@@ -36,7 +36,13 @@ def loads(data: bytes, what: str = "JSON") -> Any:
 
 def decode(request: Request) -> tuple[Any, Mapping[str, Any]]:
     """→ (inputs, parameters)."""
-    body = parse_json(request)
+    if request.parsed is NO_BODY and request.body:  # an HTTP body: ``parse_json``, inlined
+        try:
+            body = strict_json.loads(request.body)
+        except (ValueError, RecursionError) as exc:  # as ``loads``
+            raise BadRequestError(f"malformed JSON: {exc}") from None
+    else:
+        body = parse_json(request)
     if isinstance(body, list):
         return body, {}
     if not isinstance(body, dict) or "inputs" not in body:

@@ -115,7 +115,8 @@ class Tensor(NamedTuple):
         if layout.c and math.isfinite(sum(values)):
             return float_json.encoded(nest(list(values), self.shape))
         texts, floats, non_finite = layout.texts(values, self.dtype)
-        value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
+        value = EncodedList([floats] if layout.one_row else  # (nest's answer, without it)
+                            nest(floats, self.shape) if layout.nested else floats)
         if layout.template is None:
             value.text = _nested_joins(texts, self.shape).decode()
         else:
@@ -158,12 +159,13 @@ class _Layout:
     shape's text with a ``%s`` per value (a template's ``%`` over thousands of values costs
     twice the joins, and its text as much memory), more by joins."""
 
-    __slots__ = ("c", "few", "nested", "template", "texts", "unpack")
+    __slots__ = ("c", "few", "nested", "one_row", "template", "texts", "unpack")
 
     def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
         count = math.prod(shape)
         self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
         self.nested = len(shape) > 1
+        self.one_row = len(shape) == 2 and shape[0] == 1  # a batch of one
         self.few = count < float_text.SMALL
         self.texts: Any = None  # float_text's writer for this many values; None: no float type
         self.template = None

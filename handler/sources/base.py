@@ -117,10 +117,12 @@ def body_of(event: dict[str, Any]) -> bytes:
 
 def encoded_body(response: Response) -> tuple[str, bool]:
     """(body, isBase64Encoded) as API Gateway, Function URLs and ALB expect them."""
-    body = response.body_bytes()
-    text = response.text  # the JSON text the body was encoded from: no decode back, no look
+    text = response.text  # the JSON text Service encoded the body from: no decode back, no look
     if text is not None:  # at its type (text the gateway passes on as the same bytes)
         return text, False
+    body = response.body_bytes()  # (a response nobody encoded yet, e.g. a custom source's)
+    if response.text is not None:
+        return response.text, False
     if response.sent_in_base64:
         import binascii  # binary answers only (.npy, V2 binary tensors, gzip): see body_of
 

@@ -15,8 +15,9 @@ class FunctionUrlSource(HttpApiSource):
     def matches(self, event: Any) -> bool:
         # the domain first: an HTTP API event (tried next) fails here at the first look
         context = event.get("requestContext") if isinstance(event, dict) else None
-        return (isinstance(context, dict)
-                and ".lambda-url." in str(context.get("domainName", ""))
+        domain = context.get("domainName") if isinstance(context, dict) else None
+        # (a domain that is no string is no Function URL's: no str() of it on every request)
+        return (domain.__class__ is str and ".lambda-url." in domain
                 and super().matches(event))
 
 

@@ -37,15 +37,21 @@ class HttpApiSource:
         if cookies and isinstance(cookies, list) and "cookie" not in headers:
             headers["cookie"] = "; ".join(map(str, cookies))
         path = event.get("rawPath") or http.get("path")
+        if type(path) is not str:
+            path = path_of(path)
+        stage = context.get("stage")
+        if stage is not None and stage != "$default":  # (the default stage: nothing to strip)
+            path = strip_stage(path, stage)
         query = event.get("queryStringParameters")
+        received = context.get("timeEpoch")
         return Request(
             str(http.get("method", "GET")).upper(),
-            strip_stage(path if type(path) is str else path_of(path), context.get("stage")),
+            path or "/",
             headers,
             query_of(query) if query else {},
             body_of(event),
             NO_BODY,
-            epoch_ms(context.get("timeEpoch")),
+            None if received is None else epoch_ms(received),
         )  # positional: a keyword costs a name match per parameter, per request
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
