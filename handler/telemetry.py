@@ -86,7 +86,7 @@ class _Layout:
     request then makes two C calls of text: one bytes ``%`` formats the timestamp and every
     duration (``numbers``, split at its commas), and one join puts the line together from the
     constant parts (``parts``: ``None`` where a request's own text goes) and the request's
-    ``_Telemetry._tail``."""
+    ``Telemetry._tail``."""
 
     __slots__ = ("numbers", "parts", "slots", "stages", "timing")
     stages: tuple[int, ...] | None

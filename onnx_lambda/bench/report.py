@@ -120,7 +120,8 @@ def warm_section(warm: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
+def overhead_section(overhead: Mapping[str, Any],
+                     tiny: Mapping[str, Any] | None = None) -> list[str]:
     run, full = overhead["session.run_us"], overhead["handler_us"]
     quiet = overhead["no_telemetry_us"]  # the same handler without its per-request log line
     rows = [["bare `session.run` (floor)", fmt(run["p50"]), fmt(run["p99"])],
@@ -130,6 +131,10 @@ def overhead_section(overhead: Mapping[str, Any]) -> list[str]:
              fmt(overhead["overhead_p99_us"])],
             ["overhead without the log line", fmt(overhead["no_telemetry_overhead_p50_us"]),
              "–"]]
+    if tiny is not None:  # where the budget is stated: no pipeline work, the smallest answer
+        rows.append(["handler overhead, tiny `linear` model (bare run "
+                     f"{fmt(tiny['session.run_us']['p50'])} µs)", fmt(tiny["overhead_p50_us"]),
+                     fmt(tiny["overhead_p99_us"])])
     count = overhead.get("iterations")
     calls = f"{count:,} calls per side, " if count else ""
     return [f"In process, same input, same process, alternating blocks ({calls}µs per call):",
@@ -185,8 +190,10 @@ def targets(result: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
     first = {t: c.get("emulated", {}).get("first_response_ms", math.nan) for t, c in cold.items()}
     out.append(_at_most(f"first response through the emulator ≤ {FIRST_RESPONSE_LIMIT}× the "
                         "floor's", first, FLOOR, FIRST_RESPONSE_LIMIT))
-    over = result["overhead"]["overhead_p50_us"]
-    out.append(("warm in-process overhead ≤ 50 µs p50", f"{fmt(over)} µs", over <= 50))
+    # the budget is the tiny model's (a result from before it was measured: the model's own)
+    over = result.get("overhead_tiny", result["overhead"])["overhead_p50_us"]
+    out.append(("warm in-process overhead ≤ 50 µs p50, tiny model", f"{fmt(over)} µs",
+                over <= 50))
     for level, entry in result["warm"].items():
         ours = entry.get(OURS)
         for name, label in ((ALWAYS_ON, "always-on"), (ALWAYS_ON_SHARE, "always-on, same CPU")):
@@ -277,7 +284,8 @@ def markdown(results: Sequence[Mapping[str, Any]], *, command: str, facts: Mappi
                          for w, m, ok in targets(result)])
         lines += ["### Cold start", "", *cold_section(result["cold"]),
                   "### Warm latency", "", *warm_section(result["warm"]),
-                  *overhead_section(result["overhead"]), "### Memory", "",
+                  *overhead_section(result["overhead"], result.get("overhead_tiny")),
+                  "### Memory", "",
                   *memory_section(result["cold"]), "### Artifact", "",
                   *artifact_section(result["artifact"])]
         for path in images.get(name, []):

@@ -60,8 +60,10 @@ def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
     assert "emulator HTTP p50/p99 ≤ always-on, same CPU (c=1)" in text
     assert result["simulate"]["pattern"] == "bursty"
     assert "with the recommended strategy" in text
-    values = numbers(result["cold"]) + numbers(result["warm"]) + numbers(result["overhead"])
+    values = [*numbers(result["cold"]), *numbers(result["warm"]), *numbers(result["overhead"]),
+              *numbers(result["overhead_tiny"])]
     assert values and all(math.isfinite(v) for v in values)
+    assert "handler overhead, tiny `linear` model" in text
     assert {p.name for p in img.glob("*.png")} == {"linear-cold.png", "linear-warm-c1.png"}
 
 

@@ -40,6 +40,9 @@ RESULT = {
     "overhead": {"session.run_us": summary(10, 20), "handler_us": summary(40, 80),
                  "no_telemetry_us": summary(30, 70), "overhead_p50_us": 30.0,
                  "overhead_p99_us": 60.0, "no_telemetry_overhead_p50_us": 20.0},
+    "overhead_tiny": {"session.run_us": summary(8, 12), "handler_us": summary(60, 90),
+                      "no_telemetry_us": summary(40, 70), "overhead_p50_us": 52.0,
+                      "overhead_p99_us": 78.0, "no_telemetry_overhead_p50_us": 32.0},
     "artifact": {"onnx-lambda": {"dependencies": 150, "packages": 2, "code": 0.1,
                                  "model": 1, "total": 151.1}},
 }
@@ -51,7 +54,8 @@ def test_targets_compare_ours_with_each_baseline() -> None:
     assert checks["cold init ≤ 1.15× C-API floor"] == ("1.05×", True)
     assert checks["cold init ≤ 0.5× naive handler"] == ("0.14×", True)
     assert checks["cold init ≤ 0.7× FastAPI + Mangum"] == ("0.30×", True)
-    assert checks["warm in-process overhead ≤ 50 µs p50"][1] is True
+    # the tiny model's figure (52 µs), not the model's own (30 µs)
+    assert checks["warm in-process overhead ≤ 50 µs p50, tiny model"] == ("52.0 µs", False)
     assert checks["emulator HTTP p50/p99 ≤ always-on (c=1)"][1] is False  # p99 4.0 > 3.5
     assert checks["peak RSS ≤ 0.7× naive"] == ("0.50×", True)
     assert checks["peak RSS ≤ 0.8× floor"] == ("0.86×", False)
