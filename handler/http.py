@@ -15,7 +15,6 @@ NPY = "application/x-npy"
 OCTET = "application/octet-stream"
 
 NO_BODY = object()  # ``Request.parsed`` of a body not parsed yet (every HTTP-shaped source)
-_ENCODED = strict_json.EncodedDict
 _TEXT = (JSON, "text/")  # response types sent as text (anything else: base64)
 
 
@@ -64,11 +63,7 @@ class Response:
 
     def body_bytes(self) -> bytes:
         if self.body is None:
-            payload = self.payload
-            if payload.__class__ is _ENCODED and not payload.non_finite:  # as ``dumps`` does,
-                text = payload.text  # without its call: the handler's usual answer
-            else:
-                text, self.payload, self.non_finite = strict_json.dumps(payload)
+            text, self.payload, self.non_finite = strict_json.dumps(self.payload)
             self.body, self.text = text.encode(), text
             self.headers.setdefault("content-type", JSON)
         return self.body

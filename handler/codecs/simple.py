@@ -36,13 +36,9 @@ def loads(data: bytes, what: str = "JSON") -> Any:
 
 def decode(request: Request) -> tuple[Any, Mapping[str, Any]]:
     """→ (inputs, parameters)."""
-    if request.parsed is NO_BODY and request.body:  # an HTTP body: ``parse_json``, inlined
-        try:
-            body = strict_json.loads(request.body)
-        except (ValueError, RecursionError) as exc:  # as ``loads``
-            raise BadRequestError(f"malformed JSON: {exc}") from None
-    else:
-        body = parse_json(request)
+    # an HTTP body goes to ``loads`` at once (``parse_json``'s branch for it, one call fewer)
+    body = (loads(request.body) if request.parsed is NO_BODY and request.body
+            else parse_json(request))
     if isinstance(body, list):
         return body, {}
     if not isinstance(body, dict) or "inputs" not in body:
