@@ -308,7 +308,8 @@ def _overridden(settings: quantize.QuantizeSettings, options: BuildOptions
     """``settings`` with what the command line sets."""
     changes = {"op_types": options.quantize_ops, "max_fp32_nodes": options.max_fp32_nodes,
                "algo": options.algo, "block_size": options.block_size,
-               "symmetric": options.symmetric, "smooth": options.smooth}
+               "symmetric": options.symmetric, "smooth": options.smooth,
+               "reduce_range": options.reduce_range}
     return dataclasses.replace(settings, **{k: v for k, v in changes.items() if v is not None})
 
 

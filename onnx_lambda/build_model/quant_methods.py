@@ -39,6 +39,9 @@ METHODS = ("int8-dynamic", "int8-static", "int4", "fp16", "int8-mixed")
 ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
 # The methods ``--smooth`` applies to (smooth.py: it helps integer activations and weights).
 SMOOTHED = ("int8-dynamic", "int8-mixed", "int8-static", "int4")
+# The methods whose int8 weights meet u8 activations in onnxruntime's u8s8 kernels (7-bit weights
+# by default: ``QuantizeSettings.reduce_range``).
+U8S8 = ("int8-dynamic", "int8-mixed", "int8-static")
 # The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
 CALIBRATED = ("int8-static", "int4 gptq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.

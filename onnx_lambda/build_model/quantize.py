@@ -40,7 +40,12 @@ class QuantizeSettings:
     method: str = "int8-dynamic"  # one of quant_methods.METHODS
     op_types: tuple[str, ...] = ("MatMul", "Attention")
     per_channel: bool = True
-    reduce_range: bool = False
+    # 7-bit weights for the u8s8 int8 kernels (int8-dynamic/-mixed/-static): x86 CPUs without
+    # VNNI (AVX2, AVX-512 before Cascade Lake) add pairs of u8 x s8 products in saturating 16-bit
+    # arithmetic (VPMADDUBSW: 255 x 127 x 2 > 32767), VNNI and arm64 do not. With |w| <= 64 no
+    # pair can saturate (255 x 64 x 2 = 32640): every CPU computes the same products, so the
+    # gate measured on the build machine holds where Lambda runs it (docs/models.md).
+    reduce_range: bool = True
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
     algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq
@@ -68,6 +73,8 @@ class QuantizeSettings:
         table), where it is not the default: ``int8-mixed (block 128, 4 recorded node(s) left
         out)``."""
         parts = [f"smooth {self.smoothing:g}"] if self.smoothing else []
+        if not self.reduce_range and self.method in quant_methods.U8S8:
+            parts.append("8-bit weights")
         if self.method in ("int4", "int8-mixed") and (self.block_size, self.symmetric) != (
                 BLOCK_SIZE, False):
             parts.append(f"block {self.block_size}{' symmetric' if self.symmetric else ''}")
@@ -90,9 +97,10 @@ class QuantizeSettings:
             return {"algo": self.algo, **blocks}
         if self.method == "fp16":
             return {"keep_fp32_ops": list(self.keep_fp32_ops)}
+        weights = {"per_channel": self.per_channel, "reduce_range": self.reduce_range}
         if self.method == "int8-mixed":  # the left-out MatMuls' 8-bit blocks
-            return {"per_channel": self.per_channel, **blocks}
-        return {"per_channel": self.per_channel}
+            return {**weights, **blocks}
+        return weights
 
 
 @dataclass

@@ -52,6 +52,7 @@ class BuildOptions:
     algo: str | None = None  # int4: rtn | hqq | gptq (None: the settings' default)
     block_size: int | None = None
     symmetric: bool | None = None
+    reduce_range: bool | None = None  # 7-bit int8 weights (None: the settings', on)
     smooth: float | None = None  # SmoothQuant's alpha (0: off; None: the settings')
     calibration: tuple[Feeds, ...] = ()  # --calibration FILE: more feeds to calibrate on
     thresholds: Thresholds = field(default_factory=Thresholds)

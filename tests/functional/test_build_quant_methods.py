@@ -371,3 +371,30 @@ def test_auto_on_a_graph_with_nothing_to_quantize_exits_8(
     source = models.multi_io(tmp_path / "multi.onnx")  # ReduceSum and Mul only
     assert build(source, tmp_path / "out", "--quantize", "auto") == 8
     assert "--quantize auto:" in capsys.readouterr().err
+
+
+def _int8_weights(path: Path) -> np.ndarray:
+    model = onnx.load(str(path))
+    quantized = [onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+                 if t.data_type == TensorProto.INT8 and len(t.dims) == 2]
+    assert quantized, "no int8 weight matrix in the file"
+    return np.concatenate([w.ravel() for w in quantized]).astype(np.int32)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("method", ["int8-dynamic", "int8-static", "int8-mixed"])
+def test_u8s8_weights_fit_seven_bits_unless_asked_for_eight(tmp_path: Path, method: str) -> None:
+    """x86 CPUs without VNNI add pairs of u8 x s8 products in saturating 16-bit arithmetic:
+    with |w| <= 64 no pair can saturate (255 x 64 x 2 < 32768), so every CPU computes what the
+    gate measured. --no-reduce-range keeps all 8 bits, and the manifest says which it was."""
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=128, hidden=256, classes=10)
+    gate = ("--min-cosine", "0.9", "--min-cosine-floor", "0.8")
+    assert build(source, tmp_path / "seven", "--quantize", method, *gate) == 0
+    weights = _int8_weights(tmp_path / "seven" / "model.onnx")
+    assert np.abs(weights).max() <= 64 and np.abs(weights).max() >= 32  # 7 bits, all used
+    assert 255 * int(np.abs(weights).max()) * 2 <= 32767
+    assert Manifest.load(tmp_path / "seven").metadata["quantization"]["reduce_range"] is True
+    assert build(source, tmp_path / "eight", "--quantize", method, "--no-reduce-range",
+                 *gate) == 0
+    assert np.abs(_int8_weights(tmp_path / "eight" / "model.onnx")).max() > 64
+    assert Manifest.load(tmp_path / "eight").metadata["quantization"]["reduce_range"] is False

@@ -87,6 +87,11 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
                        help="int4 rtn, int8-mixed: symmetric blocks, no zero point "
                             "(default: asymmetric)")
+    steps.add_argument("--reduce-range", action=argparse.BooleanOptionalAction, default=None,
+                       help="int8-dynamic/-mixed/-static: 7-bit weights, so that x86 CPUs "
+                            "without VNNI (whose u8s8 kernels saturate 16-bit pair sums) compute "
+                            "what the gate measured (default: on; --no-reduce-range: full "
+                            "8-bit weights, for CPUs with VNNI or arm64 only)")
     steps.add_argument("--smooth", type=_alpha, metavar="ALPHA",
                        help="activation-aware smoothing (SmoothQuant) before quantizing, any "
                             "method but fp16: per input channel of each MatMul/Attention, s = "
@@ -138,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         optimize=args.optimize, level=args.opt_level, ort_format=args.ort_format,
         fuse=args.fuse, quantize=args.quantize, quantize_ops=args.quantize_ops,
         max_fp32_nodes=args.max_fp32_nodes, algo=args.algo, block_size=args.block_size,
-        symmetric=args.symmetric, smooth=args.smooth, objective=args.objective,
+        symmetric=args.symmetric, smooth=args.smooth, reduce_range=args.reduce_range,
+        objective=args.objective,
         budget_s=args.budget,
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
                               args.max_abs_error))
