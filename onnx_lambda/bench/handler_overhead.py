@@ -29,7 +29,7 @@ from typing import Any
 
 from onnx_lambda.bench import cold as cold_start
 from onnx_lambda.bench.baselines import io
-from onnx_lambda.bench.stats import DEFINITION, interleave, percentile
+from onnx_lambda.bench.stats import DEFINITION, interleave, paired_ratio, percentile
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, Subject, prepare
 from onnx_lambda.bench.warm_instructions import http_api_event
 from onnx_lambda.lambda_context import LambdaContext
@@ -186,6 +186,10 @@ def report(model: Path, repeat: int, iterations: int) -> str:
         f, c, o = (percentile([r[key] for r in cold_runs[side]], 50)
                    for side in (FLOOR, CAPI_FLOOR, OURS))
         lines.append(f"| {label} | {f:.2f} | {c:.2f} | {o:.2f} | {o / f:.2f}× | {o / c:.2f}× |")
+    paired = [paired_ratio([r["init"] for r in cold_runs[OURS]],
+                           [r["init"] for r in cold_runs[side]]) for side in (FLOOR, CAPI_FLOOR)]
+    lines.append(f"| cold init, median of the {repeat} rounds' own ratios | | | | "
+                 f"{paired[0]:.2f}× | {paired[1]:.2f}× |")
     run, full, quiet = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry"))
     lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
     for label, samples in (("bare session.run", run), ("handler(event, ctx)", full),

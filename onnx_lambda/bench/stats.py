@@ -62,6 +62,15 @@ def ratio(value: float, baseline: float) -> float:
     return value / baseline
 
 
+def paired_ratio(values: Sequence[float], baselines: Sequence[float]) -> float:
+    """The median of ``values[i] / baselines[i]``: each ratio compares two runs of the same
+    interleaved round (A B A B …), so drift that hits a round hits both sides and cancels, where
+    the ratio of two medians mixes rounds. NaN unless both have the same, non-zero, count."""
+    if not values or len(values) != len(baselines):
+        return math.nan
+    return median([ratio(v, b) for v, b in zip(values, baselines, strict=True)])
+
+
 def cdf(samples: Sequence[float]) -> tuple[list[float], list[float]]:
     """Sorted values and their cumulative fractions (for CDF plots)."""
     ordered = sorted(samples)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from onnx_lambda.bench.commands.options import DOCS, IMG, command_line, default_models, fill, ints
 
-BENCH_FULL = {"repeat": 5, "requests": 1000, "concurrency": [1, 2, 4], "rounds": 4,
+BENCH_FULL = {"repeat": 9, "requests": 1000, "concurrency": [1, 2, 4], "rounds": 4,
               "iterations": 20_000}
 BENCH_QUICK = {"repeat": 2, "requests": 100, "concurrency": [1, 2], "rounds": 2,
                "iterations": 2000}
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="model folder or .onnx (repeatable; default: models/digits and "
                             "models/minilm when built, else a tiny generated model)")
     bench.add_argument("--repeat", type=int, default=None,
-                       help="cold environments per target (5; quick: 2)")
+                       help="cold environments per target (9; quick: 2)")
     bench.add_argument("--requests", type=int, default=None,
                        help="warm requests per target and concurrency level (1000; quick: 100)")
     bench.add_argument("--concurrency", type=ints, default=None,
