@@ -38,11 +38,11 @@ def stage_durations(marks: list[Any], durations: dict[str, float]) -> dict[str, 
     ``now()`` readings: each mark is one C-level append on the request path
     (``marks.append(("decode", now()))``, where a method of a timer object cost a Python call
     each), and the durations are worked out here, once. Each stage's milliseconds since the
-    mark before it are added to ``durations`` (a stage marked twice adds up), then ``total``
-    from the start to the last mark. → ``durations``"""
+    mark before it go into ``durations`` (each stage is marked once), then ``total`` from the
+    start to the last mark. → ``durations``"""
     last = start = marks[0]
     for stage, end in marks[1:]:
-        durations[stage] = durations.get(stage, 0.0) + (end - last) * 1000.0
+        durations[stage] = (end - last) * 1000.0
         last = end
     durations["total"] = (last - start) * 1000.0
     return durations
