@@ -29,7 +29,7 @@ from handler.http import JSON, NPY, OCTET, Request, Response
 from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
-from handler.telemetry import StageTimer, Telemetry
+from handler.telemetry import Telemetry, now, stage_durations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class Service:
         self.init_durations = init_durations
         self.state = EnvironmentState(settings.initialization_type)
         self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
-        self._slowest_ms = 0.0  # max(_recent_inference_ms), kept as runs come and go
+        self._slowest_ms = 0.0  # at least max(_recent_inference_ms): see _dispatch
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
         self._gzip_from = settings.gzip_min_bytes or sys.maxsize  # an int: an int comparison
 
@@ -66,55 +66,60 @@ class Service:
         request_id = getattr(context, "aws_request_id", None)
         if not request_id or request_id.__class__ is not str:  # (Lambda's is: no str() call)
             request_id = str(request_id or os.urandom(16).hex())
+        # One frame for the whole request: the outer guard (telemetry, a custom source) and the
+        # request's own, one inside the other (a call per request fewer than two methods).
         try:
-            return self._handle(event, context, request_id)
+            # (ping.is_ping looks for one of these keys: an HTTP event has neither, and no call)
+            if isinstance(event, dict) and ("warmer" in event or "source" in event) and (
+                    ping.is_ping(event)):
+                return self._ping(event)
+            marks = [now()]  # then (stage, now()) as each stage ends: telemetry.stage_durations
+            durations: dict[str, float] = {}
+            state = self.state
+            cold = False if state.invoked else state.first_invocation()
+            state.requests_served += 1
+            source: sources.EventSource = sources.DIRECT
+            request: Request | None = None
+            error_type: str | None = None
+            try:
+                source = sources.detect(event)
+                request = source.to_request(event)
+                if request.received_epoch_ms is not None:
+                    self._queue_time(request.received_epoch_ms, marks[0], durations)
+                response = self._fit(self._dispatch(request, context, marks), request_id,
+                                     request, source)
+            except OnnxLambdaError as exc:
+                response = self._error(exc, request_id, request)
+                error_type = exc.type
+            except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
+                import traceback  # rare path: keep its import off the cold start
+
+                self.telemetry.log("error", "unhandled error", requestId=request_id,
+                                   error=repr(exc), traceback=traceback.format_exc())
+                response = self._error(OnnxLambdaError("internal error; see the function's "
+                                                       "logs"), request_id, request)
+                error_type = "InternalError"
+            method = path = None
+            if request is not None:
+                method, path = request.method, request.path
+            marks.append(("encode", now()))
+            stage_durations(marks, durations)
+            took = durations.get("inference")
+            if took is not None:  # the deadline check's window (_dispatch)
+                self._recent_inference_ms.append(took)
+                if took > self._slowest_ms:
+                    self._slowest_ms = took
+            if cold:
+                durations.update(self.init_durations)
+            timing = self.telemetry.request(  # positional: keywords cost a name match each
+                durations, request_id, cold, source.name, method, path, response.status,
+                error_type, response.non_finite)
+            headers = response.headers
+            headers["server-timing"] = timing
+            headers["x-request-id"] = request_id
+            return source.to_response(response, event)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
             return self._last_resort(event, request_id, exc)
-
-    def _handle(self, event: Any, context: Any, request_id: str) -> Any:
-        # (ping.is_ping looks for one of these keys: an HTTP event has neither, and no call)
-        if isinstance(event, dict) and ("warmer" in event or "source" in event) and ping.is_ping(
-                event):
-            return self._ping(event)
-        timer = StageTimer()
-        state = self.state
-        cold = False if state.invoked else state.first_invocation()
-        state.requests_served += 1
-        source: sources.EventSource = sources.DIRECT
-        request: Request | None = None
-        error_type: str | None = None
-        try:
-            source = sources.detect(event)
-            request = source.to_request(event)
-            if request.received_epoch_ms is not None:
-                self._queue_time(request.received_epoch_ms, timer)
-            response = self._fit(self._dispatch(request, context, timer), request_id, request,
-                                 source)
-        except OnnxLambdaError as exc:
-            response = self._error(exc, request_id, request)
-            error_type = exc.type
-        except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
-            import traceback  # rare path: keep its import off the cold start
-
-            self.telemetry.log("error", "unhandled error", requestId=request_id,
-                               error=repr(exc), traceback=traceback.format_exc())
-            response = self._error(OnnxLambdaError("internal error; see the function's logs"),
-                                   request_id, request)
-            error_type = "InternalError"
-        method = path = None
-        if request is not None:
-            method, path = request.method, request.path
-        durations = timer.durations  # this request's own timer: no copy needed
-        durations["total"] = timer.close("encode")
-        if cold:
-            durations.update(self.init_durations)
-        timing = self.telemetry.request(  # positional: keywords cost a name match each
-            durations, request_id, cold, source.name, method, path, response.status, error_type,
-            response.non_finite)
-        headers = response.headers
-        headers["server-timing"] = timing
-        headers["x-request-id"] = request_id
-        return source.to_response(response, event)
 
     def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:
         """A 500 in the event's own shape when even the error path failed: never a raised
@@ -134,34 +139,58 @@ class Service:
             return response.payload
 
     @staticmethod
-    def _queue_time(received_epoch_ms: float, timer: StageTimer) -> None:
-        queue = time.time() * 1000.0 - received_epoch_ms - timer.total_ms()
+    def _queue_time(received_epoch_ms: float, started: float,
+                    durations: dict[str, float]) -> None:
+        queue = time.time() * 1000.0 - received_epoch_ms - (now() - started) * 1000.0
         # Beyond API Gateway's 30 s integration limit the timestamp is a replayed or sample
         # event's, not this request's: no queue figure rather than an absurd one.
         if queue <= MAX_QUEUE_MS:
-            timer.durations["queue"] = max(queue, 0.0)  # clock skew can read negative
+            durations["queue"] = max(queue, 0.0)  # clock skew can read negative
 
     # -- routing -------------------------------------------------------------------------
 
-    def _dispatch(self, request: Request, context: Any, timer: StageTimer) -> Response:
+    def _dispatch(self, request: Request, context: Any, marks: list[Any]) -> Response:
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
-            self._check_limits(request, context)
-            key = self._cache_key(request) if self.settings.cache_size else None
+            settings = self.settings
+            if len(request.body) > settings.max_payload_bytes:
+                raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the "
+                                           f"limit is {settings.max_payload_bytes}")
+            coded = request.headers.get("content-encoding")
+            if coded is not None:
+                from handler import compression  # coded bodies only (zlib: see compression)
+
+                request.body = compression.inflate(request.body, coded,
+                                                   settings.max_payload_bytes)
+            remaining = getattr(context, "get_remaining_time_in_millis", None)
+            recent = self._recent_inference_ms
+            if remaining is not None and recent:
+                margin = settings.deadline_margin_ms
+                left = remaining()
+                # _slowest_ms bounds the window's slowest run from above; only a request that
+                # this bound cannot clear looks at the window itself (a max() of 32 floats
+                # costs more than the rest of this check)
+                if left < self._slowest_ms + margin:
+                    self._slowest_ms = slowest = max(recent)
+                    needed = slowest + margin
+                    if left < needed:
+                        raise DeadlineExceededError(f"{left} ms left in this invocation; "
+                                                    f"inference needs about {needed:.0f} ms")
+            key = self._cache_key(request) if settings.cache_size else None
             if key is not None and key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
-                timer.mark("cache")
+                marks.append(("cache", now()))
                 return cached.copy()
             if operation == "predict":
-                response = self._predict(request, timer)
+                response = self._predict(request, marks)
             else:
                 self._check_model(params, request)
-                response = self._v2_infer(request, timer)
+                response = self._v2_infer(request, marks)
             if key is not None:
                 response.body_bytes()
                 self._cache[key] = response.copy()
-                if len(self._cache) > self.settings.cache_size:
+                if len(self._cache) > settings.cache_size:
                     self._cache.popitem(last=False)
             return response
         if operation == "health":
@@ -176,7 +205,7 @@ class Service:
             return Response(200, payload={"name": self.model.name, "ready": True})
         return Response(200, payload=codecs.v2.metadata(self.model))
 
-    def _predict(self, request: Request, timer: StageTimer) -> Response:
+    def _predict(self, request: Request, marks: list[Any]) -> Response:
         kind = request.content_type
         is_npy = kind == NPY or (kind == OCTET and request.body.startswith(NPY_MAGIC))
         if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
@@ -189,8 +218,9 @@ class Service:
         else:
             inputs, parameters = simple.decode(request)
             feeds = self.pipeline.preprocess(inputs, parameters)
-        timer.mark("decode")
-        outputs = self._run(feeds, timer)
+        marks.append(("decode", now()))
+        outputs = self.model.run(feeds)
+        marks.append(("inference", now()))
         if answer_npy:
             return codecs.npy.encode(outputs, request.query)
         if is_npy:
@@ -198,48 +228,19 @@ class Service:
         # positional: a keyword costs a name match per call
         return Response(200, self.pipeline.postprocess(outputs, parameters, feeds))
 
-    def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
+    def _v2_infer(self, request: Request, marks: list[Any]) -> Response:
         if _wants_npy(request.headers.get("accept", ""), default=False):
             raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
         decoded = codecs.v2.decode(request, self.model)
         if request.raw_response:  # direct invocations carry JSON only
             decoded = codecs.v2.Decoded(decoded.feeds, decoded.id,
                                         dict.fromkeys(decoded.outputs, False), False)
-        timer.mark("decode")
-        outputs = self._run(decoded.feeds, timer)
+        marks.append(("decode", now()))
+        outputs = self.model.run(decoded.feeds)
+        marks.append(("inference", now()))
         return codecs.v2.encode(self.model, outputs, decoded)
 
-    def _run(self, feeds: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
-        outputs = self.model.run(feeds)
-        timer.mark("inference")
-        recent, took = self._recent_inference_ms, timer.durations["inference"]
-        evicted = recent[0] if len(recent) == RECENT_RUNS else None
-        recent.append(took)
-        if took >= self._slowest_ms:
-            self._slowest_ms = took
-        elif evicted == self._slowest_ms:  # the slowest run just left the window
-            self._slowest_ms = max(recent)
-        return outputs
-
     # -- checks --------------------------------------------------------------------------
-
-    def _check_limits(self, request: Request, context: Any) -> None:
-        if len(request.body) > self.settings.max_payload_bytes:
-            raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the limit is "
-                                       f"{self.settings.max_payload_bytes}")
-        coded = request.headers.get("content-encoding")
-        if coded is not None:
-            from handler import compression  # coded bodies only (zlib: see compression)
-
-            request.body = compression.inflate(request.body, coded,
-                                               self.settings.max_payload_bytes)
-        remaining = getattr(context, "get_remaining_time_in_millis", None)
-        if remaining is not None and self._recent_inference_ms:
-            needed = self._slowest_ms + self.settings.deadline_margin_ms
-            left = remaining()
-            if left < needed:
-                raise DeadlineExceededError(f"{left} ms left in this invocation; inference "
-                                            f"needs about {needed:.0f} ms")
 
     def _check_model(self, params: dict[str, str], request: Request) -> None:
         name = params.get("name")

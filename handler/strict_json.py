@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # call, half the cost of encoding a small response. Same arguments, so the same text.
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _MARKERS: dict[int, Any] = {}  # circular-reference check; cleared when an encode fails midway
-_ESCAPE = json.encoder.encode_basestring_ascii  # a str → its JSON literal, in C
+_ESCAPE = escape = json.encoder.encode_basestring_ascii  # a str → its JSON literal, in C
 _ENCODE = json.encoder.c_make_encoder(
     _MARKERS, _STRICT.default, _ESCAPE, None, ":", ",", False, False, False)
 # Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)

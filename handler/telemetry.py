@@ -30,34 +30,22 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 _escape = json.encoder.encode_basestring_ascii  # str → JSON string literal, in C
 
 
-_now = time.perf_counter
+now = time.perf_counter
 
 
-class StageTimer:
-    """Consecutive stages measured with ``perf_counter``: ``mark("decode")`` closes a stage."""
-
-    __slots__ = ("_last", "durations", "start")
-
-    def __init__(self) -> None:
-        self.start = self._last = _now()
-        self.durations: dict[str, float] = {}
-
-    def mark(self, stage: str) -> None:
-        now = _now()
-        durations = self.durations
-        durations[stage] = durations.get(stage, 0.0) + (now - self._last) * 1000.0
-        self._last = now
-
-    def total_ms(self) -> float:
-        return (_now() - self.start) * 1000.0
-
-    def close(self, stage: str) -> float:
-        """``mark(stage)``, then ``total_ms()`` at the same instant (one clock read)."""
-        now = _now()
-        durations = self.durations
-        durations[stage] = durations.get(stage, 0.0) + (now - self._last) * 1000.0
-        self._last = now
-        return (now - self.start) * 1000.0
+def stage_durations(marks: list[Any], durations: dict[str, float]) -> dict[str, float]:
+    """A request's consecutive stages from its marks, ``[start, (stage, end), ...]`` of
+    ``now()`` readings: each mark is one C-level append on the request path
+    (``marks.append(("decode", now()))``, where a method of a timer object cost a Python call
+    each), and the durations are worked out here, once. Each stage's milliseconds since the
+    mark before it go into ``durations`` (each stage is marked once), then ``total`` from the
+    start to the last mark. → ``durations``"""
+    last = start = marks[0]
+    for stage, end in marks[1:]:
+        durations[stage] = (end - last) * 1000.0
+        last = end
+    durations["total"] = (last - start) * 1000.0
+    return durations
 
 
 def server_timing(durations: Mapping[str, float], cold: bool) -> str:

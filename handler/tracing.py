@@ -19,8 +19,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# The consecutive stages of StageTimer, in the order they run ("queue" precedes the invocation
-# and "total" spans them all: both are annotations, not subsegments).
+# The consecutive stages the service marks (telemetry.stage_durations), in the order they run
+# ("queue" precedes the invocation and "total" spans them all: both are annotations, not
+# subsegments).
 STAGES = ("decode", "cache", "inference", "encode")
 
 

@@ -107,6 +107,12 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
+        few = self.float_texts()
+        if few is not None:
+            texts, floats, non_finite, template = few
+            value = EncodedList(floats)
+            value.text, value.non_finite = (template % tuple(texts)).decode(), non_finite
+            return value
         layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
         if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
             return self.json()
@@ -115,14 +121,23 @@ class Tensor(NamedTuple):
         if layout.c and math.isfinite(sum(values)):
             return float_json.encoded(nest(list(values), self.shape))
         texts, floats, non_finite = layout.texts(values, self.dtype)
-        value = EncodedList([floats] if layout.one_row else  # (nest's answer, without it)
-                            nest(floats, self.shape) if layout.nested else floats)
-        if layout.template is None:
-            value.text = _nested_joins(texts, self.shape).decode()
-        else:
-            value.text = (layout.template % tuple(texts)).decode()
-        value.non_finite = non_finite
+        value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
+        value.text, value.non_finite = _nested_joins(texts, self.shape).decode(), non_finite
         return value
+
+    def float_texts(self) -> tuple[list[bytes], list[Any], int, bytes] | None:
+        """A float32/float16 tensor of fewer than ``float_text.SMALL`` values, the usual small
+        answer, as ``encoded_json`` writes it: each value's shortest text (``b"null"`` where
+        not finite), the floats those texts read as nested like ``tolist``, how many are not
+        finite, and the shape's bytes template with a ``%s`` per value; None for any other
+        tensor. (``tensors.outputs_to_json`` fills one template with a whole answer's texts.)"""
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        if layout is None or layout.template is None:
+            return None
+        texts, floats, non_finite = layout.texts(layout.unpack(self.data), self.dtype)
+        # (nest's answer for a batch of one row, without it)
+        return (texts, [floats] if layout.one_row else nest(floats, self.shape)
+                if layout.nested else floats, non_finite, layout.template)
 
     def numpy(self) -> Any:
         """A numpy view of the same memory (read-only when the buffer is ``bytes``)."""

@@ -17,7 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SOURCES: list[EventSource] = [FUNCTION_URL, HTTP_API, REST_API, ALB]
+# (HTTP API and Function URL events exclude each other: the usual front door is tried first)
+SOURCES: list[EventSource] = [HTTP_API, FUNCTION_URL, REST_API, ALB]
 
 
 def detect(event: Any) -> EventSource:

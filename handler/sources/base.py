@@ -38,6 +38,19 @@ def context_of(event: dict[str, Any]) -> dict[str, Any]:
 def lower_headers(headers: Any) -> dict[str, str]:
     if not isinstance(headers, dict):
         headers = mapping(headers, "headers")
+    elif len(headers) > _FEW_HEADERS and headers.__class__ is dict:
+        # API Gateway HTTP APIs send every name lower-cased already ("All header names are
+        # lowercased", payload 2.0): names and values that are all strings, with nothing that
+        # lower() changes, are the answer as they stand, a copy made in a few C calls
+        # (the loop costs ~1.5 K instructions a header; these calls ~0.5 K)
+        try:
+            names = "\n".join(headers)
+            "".join(headers.values())
+        except TypeError:  # a name or value that is no string (a hand-made event): the loop
+            pass
+        else:
+            if names == names.lower():  # (lower() is context-free but for capital sigma,
+                return dict(headers)     # which it always changes)
     lowered = {}  # a loop, not a comprehension: no function made and called per request
     for key, value in headers.items():
         if value.__class__ is str and key.__class__ is str:  # (JSON's: no str() call each)
@@ -45,6 +58,9 @@ def lower_headers(headers: Any) -> dict[str, str]:
         elif value is not None:
             lowered[str(key).lower()] = str(value)
     return lowered
+
+
+_FEW_HEADERS = 3  # up to this many, the loop costs no more than the checks (one header: less)
 
 
 def query_of(query: Any) -> dict[str, str]:

@@ -21,11 +21,18 @@ if TYPE_CHECKING:
 
 class HttpApiSource:
     name = "http-api"
+    function_url = False  # whose events: an API's, or (FunctionUrlSource) a Function URL's
 
     def matches(self, event: Any) -> bool:
-        return (isinstance(event, dict) and event.get("version") == "2.0"
+        """A payload 2.0 event, told from a Function URL's by the ``lambda-url`` domain (one
+        look at it here, where a Function URL source tried first looked at every event)."""
+        if not (isinstance(event, dict) and event.get("version") == "2.0"
                 and isinstance(context := event.get("requestContext"), dict)
-                and "http" in context)
+                and "http" in context):
+            return False
+        domain = context.get("domainName")
+        # (a domain that is no string is no Function URL's: no str() of it on every request)
+        return (domain.__class__ is str and ".lambda-url." in domain) is self.function_url
 
     def to_request(self, event: dict[str, Any]) -> Request:
         context = event["requestContext"]  # matches() checked it is an object with "http"

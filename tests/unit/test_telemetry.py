@@ -8,7 +8,7 @@ import json
 import re
 
 from handler import metric_names
-from handler.telemetry import StageTimer, Telemetry, server_timing
+from handler.telemetry import Telemetry, server_timing, stage_durations
 
 
 def emit(cold: bool, metrics: bool = True) -> dict:
@@ -72,11 +72,15 @@ def test_server_timing_grammar() -> None:
     assert header.startswith("decode;dur=0.012, inference;dur=1.500")
 
 
-def test_stage_timer_accumulates() -> None:
-    timer = StageTimer()
-    timer.mark("a")
-    timer.mark("a")
-    assert set(timer.durations) == {"a"} and timer.total_ms() >= timer.durations["a"]
+def test_stage_durations_from_marks() -> None:
+    """Each stage since the mark before it, in mark order after what the dict held (the
+    queue), and the total from the start to the last mark."""
+    marks = [1.0, ("a", 1.5), ("b", 1.75), ("encode", 3.0)]
+    durations = stage_durations(marks, {"queue": 9.0})
+    assert list(durations) == ["queue", "a", "b", "encode", "total"]
+    assert durations == {"queue": 9.0, "a": 500.0, "b": 250.0, "encode": 1250.0,
+                         "total": 2000.0}
+    assert stage_durations([5.0], {}) == {"total": 0.0}
 
 
 def test_line_is_valid_json_with_nothing_to_report() -> None:
