@@ -64,8 +64,9 @@ def ratio(value: float, baseline: float) -> float:
 
 def paired_ratio(values: Sequence[float], baselines: Sequence[float]) -> float:
     """The median of ``values[i] / baselines[i]``: each ratio compares two runs of the same
-    interleaved round (A B A B …), so drift that hits a round hits both sides and cancels, where
-    the ratio of two medians mixes rounds. NaN unless both have the same, non-zero, count."""
+    interleaved round (A B A B …), so drift that hits a whole round cancels; noise that differs
+    from process to process does not (the reports show it beside the medians' ratio, which
+    stays their verdict). NaN unless both have the same, non-zero, count."""
     if not values or len(values) != len(baselines):
         return math.nan
     return median([ratio(v, b) for v, b in zip(values, baselines, strict=True)])
