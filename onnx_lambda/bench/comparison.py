@@ -137,7 +137,7 @@ def overhead(subject: Subject, opts: Options, warm_ms: float | None = None) -> d
     run_us, handler_us = summary(runs["session.run"]), summary(runs["handler"])
     quiet_us = summary(runs["no-telemetry"])
     return {"iterations": count, "session.run_us": run_us, "handler_us": handler_us,
-            "no_telemetry_us": quiet_us,
+            "no_telemetry_us": quiet_us, "run_in_handler_us": summary(runs["run in handler"]),
             "overhead_p50_us": handler_us["p50"] - run_us["p50"],
             "overhead_p99_us": handler_us["p99"] - run_us["p99"],
             "no_telemetry_overhead_p50_us": quiet_us["p50"] - run_us["p50"]}

@@ -32,6 +32,7 @@ from onnx_lambda.bench.baselines import io
 from onnx_lambda.bench.stats import DEFINITION, interleave, paired_ratio, percentile
 from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, Subject, prepare
 from onnx_lambda.bench.warm_instructions import http_api_event
+from onnx_lambda.client.timing import parse_server_timing
 from onnx_lambda.lambda_context import LambdaContext
 from onnx_lambda.source_tree import root
 
@@ -77,19 +78,28 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
     ctx = LambdaContext("bench", 60_000)
     assert service(event, ctx)["statusCode"] == 200
 
-    def timed(call: Any) -> list[float]:
+    def timed(call: Any, answers: list[Any] | None = None) -> list[float]:
         samples = []
         for _ in range(iterations // blocks):
             started = time.perf_counter_ns()
-            call()
+            answer = call()
             samples.append((time.perf_counter_ns() - started) / 1e3)
+            if answers is not None:
+                answers.append(answer)
         return samples
 
-    results: dict[str, list[float]] = {"session.run": [], "handler": [], "no-telemetry": []}
+    results: dict[str, list[float]] = {"session.run": [], "handler": [], "no-telemetry": [],
+                                       "run in handler": []}
     for _ in range(blocks):
         results["session.run"] += timed(lambda: session.run(feeds))
-        results["handler"] += timed(lambda: service(event, ctx))
+        answers: list[Any] = []
+        results["handler"] += timed(lambda: service(event, ctx), answers)
         results["no-telemetry"] += timed(lambda: quiet(event, ctx))
+        # the same session.run inside the handler (its Server-Timing "inference", read after the
+        # timed calls): slower than in a tight loop of bare runs, by the code around it
+        results["run in handler"] += [
+            parse_server_timing(a["headers"]["server-timing"])[0]["inference"] * 1e3
+            for a in answers]
     return results
 
 
@@ -190,10 +200,12 @@ def report(model: Path, repeat: int, iterations: int) -> str:
                            [r["init"] for r in cold_runs[side]]) for side in (FLOOR, CAPI_FLOOR)]
     lines.append(f"| cold init, median of the {repeat} rounds' own ratios | | | | "
                  f"{paired[0]:.2f}× | {paired[1]:.2f}× |")
-    run, full, quiet = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry"))
+    run, full, quiet, inside = (warm_runs[k] for k in ("session.run", "handler", "no-telemetry",
+                                                       "run in handler"))
     lines += ["", "| warm, µs per call | p50 | p99 |", "|---|---|---|"]
     for label, samples in (("bare session.run", run), ("handler(event, ctx)", full),
-                           ("handler, metrics and request log off", quiet)):
+                           ("handler, metrics and request log off", quiet),
+                           ("session.run inside the handler (its `inference` stage)", inside)):
         lines.append(f"| {label} | {percentile(samples, 50):.1f} | {percentile(samples, 99):.1f} |")
     for label, samples in (("handler overhead", full), ("overhead without the log line", quiet)):
         lines.append(f"| {label} | {percentile(samples, 50) - percentile(run, 50):.1f} | "

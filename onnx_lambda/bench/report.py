@@ -131,6 +131,10 @@ def overhead_section(overhead: Mapping[str, Any],
              fmt(overhead["overhead_p99_us"])],
             ["overhead without the log line", fmt(overhead["no_telemetry_overhead_p50_us"]),
              "–"]]
+    inside = overhead.get("run_in_handler_us")  # (results from before it was measured: none)
+    if inside is not None:
+        rows.insert(2, ["`session.run` inside the handler (its `inference` stage: the code "
+                        "around it slows it)", fmt(inside["p50"]), fmt(inside["p99"])])
     if tiny is not None:  # where the budget is stated: no pipeline work, the smallest answer
         rows.append(["handler overhead, tiny `linear` model (bare run "
                      f"{fmt(tiny['session.run_us']['p50'])} µs)", fmt(tiny["overhead_p50_us"]),
