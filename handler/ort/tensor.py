@@ -107,13 +107,13 @@ class Tensor(NamedTuple):
         ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
         float costs more than finding its shortest float32 text). For the handler's own codecs
         and pipelines, which never change it (the text would not follow)."""
-        few = self.float_texts()
+        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        few = self._float_texts(layout)
         if few is not None:
             texts, floats, non_finite, template = few
             value = EncodedList(floats)
             value.text, value.non_finite = (template % tuple(texts)).decode(), non_finite
             return value
-        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
         if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
             return self.json()
         values = layout.unpack(self.data)
@@ -131,7 +131,12 @@ class Tensor(NamedTuple):
         not finite), the floats those texts read as nested like ``tolist``, how many are not
         finite, and the shape's bytes template with a ``%s`` per value; None for any other
         tensor. (``tensors.outputs_to_json`` fills one template with a whole answer's texts.)"""
-        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
+        return self._float_texts(_LAYOUTS.get((self.dtype, self.shape))
+                                 or _layout(self.dtype, self.shape))
+
+    def _float_texts(self, layout: _Layout | None
+                     ) -> tuple[list[bytes], list[Any], int, bytes] | None:
+        """``float_texts`` with this tensor's layout looked up already (``encoded_json``)."""
         if layout is None or layout.template is None:
             return None
         texts, floats, non_finite = layout.texts(layout.unpack(self.data), self.dtype)

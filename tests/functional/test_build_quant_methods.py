@@ -392,7 +392,6 @@ def test_u8s8_weights_fit_seven_bits_unless_asked_for_eight(tmp_path: Path, meth
     assert build(source, tmp_path / "seven", "--quantize", method, *gate) == 0
     weights = _int8_weights(tmp_path / "seven" / "model.onnx")
     assert np.abs(weights).max() <= 64 and np.abs(weights).max() >= 32  # 7 bits, all used
-    assert 255 * int(np.abs(weights).max()) * 2 <= 32767
     assert Manifest.load(tmp_path / "seven").metadata["quantization"]["reduce_range"] is True
     assert build(source, tmp_path / "eight", "--quantize", method, "--no-reduce-range",
                  *gate) == 0
