@@ -8,6 +8,7 @@ import io
 import platform
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -397,3 +398,72 @@ def test_u8s8_weights_fit_seven_bits_unless_asked_for_eight(tmp_path: Path, meth
                  *gate) == 0
     assert np.abs(_int8_weights(tmp_path / "eight" / "model.onnx")).max() > 64
     assert Manifest.load(tmp_path / "eight").metadata["quantization"]["reduce_range"] is False
+
+
+def _block_int8(x: np.ndarray, block: int) -> np.ndarray:
+    """Activations as MatMulNBits' int8 compute sees them: symmetric int8 per block along K."""
+    out = np.empty_like(x, dtype=np.float64)
+    for start in range(0, x.shape[1], block):
+        part = x[:, start:start + block].astype(np.float64)
+        scale = np.abs(part).max(axis=1, keepdims=True) / 127
+        scale[scale == 0] = 1
+        out[:, start:start + block] = np.round(part / scale) * scale
+    return out
+
+
+@pytest.mark.parametrize("symmetric", [False, True])  # int8-mixed's default, and --symmetric
+def test_int8_mixed_8_bit_blocks_use_all_8_bits_without_saturating(tmp_path: Path,
+                                                                   symmetric: bool) -> None:
+    """The blocks int8-mixed gives left-out MatMuls keep full 8-bit weights (no reduce_range):
+    their int8 compute does not add pairs of products in 16 bits, so even full-scale weights
+    times all-127 activations (a u8 x s8 pair would saturate without VNNI) come out as exact
+    int8 arithmetic on this CPU: the dequantized weights times the block-quantized
+    activations."""
+    features, width, block = 256, 8, quantize.BLOCK_SIZE
+    rng = np.random.default_rng(0)
+    weights = rng.uniform(-1, 1, (features, width)).astype(np.float32)
+    weights[:, 0], weights[:, 1] = 1.0, -1.0  # every product at the int8 extremes
+    weights[:, 2] = np.where(np.arange(features) % 2, 1.0, -1.0)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="only")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", features])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
+        [onnx.numpy_helper.from_array(weights, "w")])
+    source, target = tmp_path / "one.onnx", tmp_path / "q8.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=9), str(source))
+    quantize.quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric, (), [],
+                                  bits=8, only=["only"])
+    model = onnx.load(str(target))
+    (node,) = model.graph.node
+    assert node.op_type == "MatMulNBits" and helper.get_node_attr_value(node, "bits") == 8
+    assert helper.get_node_attr_value(node, "accuracy_level") == 4  # int8 compute
+    codes = next(onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+                 if t.name == node.input[1]).astype(np.int32)
+    assert codes.max() - codes.min() >= 254  # all 8 bits used, not 7
+
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    identity = np.eye(features, dtype=np.float32)
+    exact_weights = _fp32_compute(target, tmp_path).run(None, {"x": identity})[0]
+    x = np.concatenate([np.ones((1, features)), -np.ones((1, features)),
+                        rng.uniform(0, 3, (64, features)), rng.standard_normal((64, features))])
+    x = x.astype(np.float32)
+    got = session.run(None, {"x": x})[0]
+    expected = _block_int8(x, block) @ exact_weights.astype(np.float64)
+    assert got[0, 0] == pytest.approx(features) and got[1, 1] == pytest.approx(features)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def _fp32_compute(path: Path, tmp_path: Path) -> Any:
+    """The same file with fp32 compute (accuracy_level 0): its weights, dequantized."""
+    import onnxruntime as ort
+
+    model = onnx.load(str(path))
+    for attribute in model.graph.node[0].attribute:
+        if attribute.name == "accuracy_level":
+            attribute.i = 0
+    plain = tmp_path / "fp32-compute.onnx"
+    onnx.save(model, str(plain))
+    return ort.InferenceSession(str(plain), providers=["CPUExecutionProvider"])
