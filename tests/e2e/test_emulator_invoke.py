@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import sysconfig
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from onnx_lambda.emulator import Emulator
+from onnx_lambda.emulator import Emulator, runtime_launch
 from tests.e2e import emulator_support
 
 pytestmark = pytest.mark.e2e
@@ -153,3 +155,28 @@ def test_client_context_reaches_the_handler(client: Any) -> None:
 def test_invalid_json_payload(client: Any) -> None:
     with pytest.raises(client.exceptions.InvalidRequestContentException):
         client.invoke(FunctionName="Echo", Payload=b"{not json")
+
+
+def test_runtime_processes_see_site_packages_but_run_none_of_its_pth_hooks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer venv's ``.pth`` hooks (an editable install's finder, setuptools' shim) are
+    not Lambda's: the runtime starts without ``site`` and appends the site-packages folders
+    after the standard library, as ``site`` would, without running their hooks."""
+    extra = tmp_path / "site-packages"
+    extra.mkdir()
+    ran = tmp_path / "hook-ran"
+    (extra / "zz_hook.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
+    real = runtime_launch.site_packages()
+    assert real  # this interpreter's own, where awslambdaric is installed
+    monkeypatch.setattr(runtime_launch, "site_packages", lambda: [*real, str(extra)])
+    emulator = Emulator(emulator_support.TEMPLATE, port=0, log=None)
+    with emulator.running():
+        response = emulator_support.lambda_client(emulator.url).invoke(
+            FunctionName="Echo", Payload=b"{}")
+    facts = payload(response)
+    assert "FunctionError" not in response and facts["noSite"] == 1
+    assert not ran.exists()  # the hook did not run
+    path = facts["sysPath"]
+    stdlib = path.index(sysconfig.get_path("stdlib"))
+    assert path[-len(real) - 1:] == [*real, str(extra)] and path.index(real[0]) > stdlib
+    assert path.index(str(emulator_support.HANDLERS)) < stdlib  # the task root comes first

@@ -41,8 +41,12 @@ def test_a_managed_instances_runtime_forks_its_processes() -> None:
                            overrides={}) for spec in (plain, managed))
     assert "AWS_LAMBDA_MAX_CONCURRENCY" not in plain_env
     assert managed_env["AWS_LAMBDA_MAX_CONCURRENCY"] == "3"
-    assert runtime_command(plain)[1:] == ["-m", "awslambdaric", "app.handler"]
-    assert runtime_command(managed)[-1] == "app.handler"  # awslambdaric's __main__, via -c
+    plain_command, managed_command = runtime_command(plain), runtime_command(managed)
+    assert plain_command[1:3] == ["-S", "-c"] and plain_command[-1] == "app.handler"
+    assert "run_module('awslambdaric', run_name='__main__'" in plain_command[3]
+    assert "register_at_fork" not in plain_command[3]
+    assert managed_command[:3] == plain_command[:3] and managed_command[-1] == "app.handler"
+    assert "register_at_fork" in managed_command[3]  # its workers die with it
 
 
 def test_execution_env_names_the_declared_runtime_not_the_host() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
@@ -25,6 +26,8 @@ def echo(event: Any, context: Any) -> Any:
         "remainingMs": context.get_remaining_time_in_millis(),
         "clientCustom": getattr(context.client_context, "custom", None),
         "initType": os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE"),
+        "sysPath": sys.path,
+        "noSite": sys.flags.no_site,
         "env": {k: v for k, v in os.environ.items()
                 if k.startswith(("AWS_LAMBDA_", "LAMBDA_", "_HANDLER", "AWS_REGION", "EMU_"))},
     }
