@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 # call, half the cost of encoding a small response. Same arguments, so the same text.
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _MARKERS: dict[int, Any] = {}  # circular-reference check; cleared when an encode fails midway
-_ESCAPE = escape = json.encoder.encode_basestring_ascii  # a str → its JSON literal, in C
+escape = json.encoder.encode_basestring_ascii  # a str → its JSON literal, in C
 _ENCODE = json.encoder.c_make_encoder(
-    _MARKERS, _STRICT.default, _ESCAPE, None, ":", ",", False, False, False)
+    _MARKERS, _STRICT.default, escape, None, ":", ",", False, False, False)
 # Overflow needs exponent + integer digits > 308: an exponent of 3+ digits, or (exponent <= 99)
 # more than 209 digits before it. Folding every digit to 0 and "E"/"+" to "e" ("1E+400" →
 # "0ee000") turns both into plain substrings, found at memchr speed (a regular expression
@@ -107,7 +107,7 @@ def encoded_object(fields: dict[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if value.__class__ not in _ENCODED or key.__class__ is not str:
             return fields
-        parts.append(f"{_ESCAPE(key)}:{value.text}")
+        parts.append(f"{escape(key)}:{value.text}")
         non_finite += value.non_finite
     encoded = EncodedDict(fields)  # (``with_text``'s work: one call fewer on every answer)
     encoded.text, encoded.non_finite = f"{{{','.join(parts)}}}", non_finite
@@ -166,7 +166,7 @@ def _marker(value: Any) -> str:
 
 # _STRICT's encoder with _marker as its default, its C half built once (as _ENCODE's)
 _ENCODE_MARKING = json.encoder.c_make_encoder(
-    _MARKERS, _marker, _ESCAPE, None, ":", ",", False, False, False)
+    _MARKERS, _marker, escape, None, ":", ",", False, False, False)
 _SPLICE = _STRICT.encode(_MARKER)
 
 

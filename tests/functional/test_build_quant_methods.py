@@ -5,7 +5,10 @@ too much, and int4 shrinks a MatMul-heavy model."""
 from __future__ import annotations
 
 import io
+import json
 import platform
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -400,6 +403,7 @@ def test_u8s8_weights_fit_seven_bits_unless_asked_for_eight(tmp_path: Path, meth
     assert Manifest.load(tmp_path / "eight").metadata["quantization"]["reduce_range"] is False
 
 
+
 def _block_int8(x: np.ndarray, block: int) -> np.ndarray:
     """Activations as MatMulNBits' int8 compute sees them: symmetric int8 per block along K."""
     out = np.empty_like(x, dtype=np.float64)
@@ -411,59 +415,108 @@ def _block_int8(x: np.ndarray, block: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("symmetric", [False, True])  # int8-mixed's default, and --symmetric
-def test_int8_mixed_8_bit_blocks_use_all_8_bits_without_saturating(tmp_path: Path,
-                                                                   symmetric: bool) -> None:
+def _one_matmul(path: Path, weights: np.ndarray) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="only")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", weights.shape[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", weights.shape[1]])],
+        [onnx.numpy_helper.from_array(weights, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=9), str(path))
+    return path
+
+
+def _u8s8_control(path: Path, depth: int) -> Path:
+    """255 x 127 summed ``depth`` times by a u8 x s8 MatMulInteger: what saturates on AVX2."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, depth])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1])],
+        [onnx.numpy_helper.from_array(np.full((depth, 1), 127, np.int8), "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), str(path))
+    return path
+
+
+# Runs the files under ``valgrind --tool=none``: valgrind's CPU hides AVX-512 and VNNI, so
+# onnxruntime dispatches to its AVX2 kernels (VPMADDUBSW) whatever CPU runs the test.
+_AVX2_RUN = """
+import json, sys
+import numpy as np, onnxruntime as ort
+args = json.loads(sys.argv[1])
+def run(path, feeds):
+    return ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+x, full = np.load(args["x"]), np.full((1, args["depth"]), 255, np.uint8)
+out = {"control": int(run(args["control"], {"x": full})[0, 0])}
+out.update({name: run(path, {"x": x}).tolist() for name, path in args["blocks"].items()})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(240)
+def test_int8_mixed_8_bit_blocks_use_all_8_bits_without_saturating(tmp_path: Path) -> None:
     """The blocks int8-mixed gives left-out MatMuls keep full 8-bit weights (no reduce_range):
-    their int8 compute does not add pairs of products in 16 bits, so even full-scale weights
-    times all-127 activations (a u8 x s8 pair would saturate without VNNI) come out as exact
-    int8 arithmetic on this CPU: the dequantized weights times the block-quantized
-    activations."""
+    their int8 compute does not add pairs of u8 x s8 products in 16 bits, so full-scale
+    weights times all-127 activations come out as exact int8 arithmetic (the dequantized
+    weights times the block-quantized activations), on this CPU's kernels and on AVX2's
+    without VNNI, where a u8 x s8 MatMulInteger with 8-bit weights saturates (the control)."""
+    import onnxruntime as ort
+
     features, width, block = 256, 8, quantize.BLOCK_SIZE
     rng = np.random.default_rng(0)
     weights = rng.uniform(-1, 1, (features, width)).astype(np.float32)
     weights[:, 0], weights[:, 1] = 1.0, -1.0  # every product at the int8 extremes
     weights[:, 2] = np.where(np.arange(features) % 2, 1.0, -1.0)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="only")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", features])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
-        [onnx.numpy_helper.from_array(weights, "w")])
-    source, target = tmp_path / "one.onnx", tmp_path / "q8.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                                ir_version=9), str(source))
-    quantize.quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric, (), [],
-                                  bits=8, only=["only"])
-    model = onnx.load(str(target))
-    (node,) = model.graph.node
-    assert node.op_type == "MatMulNBits" and helper.get_node_attr_value(node, "bits") == 8
-    assert helper.get_node_attr_value(node, "accuracy_level") == 4  # int8 compute
-    codes = next(onnx.numpy_helper.to_array(t) for t in model.graph.initializer
-                 if t.name == node.input[1]).astype(np.int32)
-    assert codes.max() - codes.min() >= 254  # all 8 bits used, not 7
-
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
-    identity = np.eye(features, dtype=np.float32)
-    exact_weights = _fp32_compute(target, tmp_path).run(None, {"x": identity})[0]
+    source = _one_matmul(tmp_path / "one.onnx", weights)
     x = np.concatenate([np.ones((1, features)), -np.ones((1, features)),
                         rng.uniform(0, 3, (64, features)), rng.standard_normal((64, features))])
     x = x.astype(np.float32)
-    got = session.run(None, {"x": x})[0]
-    expected = _block_int8(x, block) @ exact_weights.astype(np.float64)
-    assert got[0, 0] == pytest.approx(features) and got[1, 1] == pytest.approx(features)
+    np.save(tmp_path / "x.npy", x)
+    blocks, expected = {}, {}
+    for symmetric in (False, True):  # int8-mixed's default, and --symmetric
+        target = tmp_path / f"q8-{symmetric}.onnx"
+        quantize.quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric,
+                                      (), [], bits=8, only=["only"])
+        model = onnx.load(str(target))
+        (node,) = model.graph.node
+        assert node.op_type == "MatMulNBits" and helper.get_node_attr_value(node, "bits") == 8
+        assert helper.get_node_attr_value(node, "accuracy_level") == 4  # int8 compute
+        codes = next(onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+                     if t.name == node.input[1]).astype(np.int32)
+        assert codes.max() - codes.min() >= 254  # all 8 bits used, not 7
+        exact_weights = _fp32_compute(model, tmp_path).run(
+            None, {"x": np.eye(features, dtype=np.float32)})[0]  # the weights, dequantized
+        expected[str(symmetric)] = _block_int8(x, block) @ exact_weights.astype(np.float64)
+        blocks[str(symmetric)] = str(target)
+        host = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+        _assert_int8_exact(host.run(None, {"x": x})[0], expected[str(symmetric)], features)
+    depth = 64
+    control = _u8s8_control(tmp_path / "control.onnx", depth)
+    args = {"x": str(tmp_path / "x.npy"), "control": str(control), "depth": depth,
+            "blocks": blocks}
+    done = subprocess.run(["valgrind", "--tool=none", "-q", sys.executable, "-c", _AVX2_RUN,
+                           json.dumps(args)], capture_output=True, text=True, timeout=200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    avx2 = json.loads(done.stdout.strip().splitlines()[-1])
+    if platform.machine() == "x86_64":  # AVX2's VPMADDUBSW clamps 255 x 127 x 2 to 32,767
+        assert avx2["control"] < 255 * 127 * depth
+    for symmetric, want in expected.items():
+        _assert_int8_exact(np.array(avx2[symmetric]), want, features)
+
+
+def _assert_int8_exact(got: np.ndarray, expected: np.ndarray, features: int) -> None:
+    assert got[0, 0] == pytest.approx(features, rel=1e-3)  # 127 x 127 per product, summed
+    assert got[1, 1] == pytest.approx(features, rel=1e-3)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
-def _fp32_compute(path: Path, tmp_path: Path) -> Any:
-    """The same file with fp32 compute (accuracy_level 0): its weights, dequantized."""
+def _fp32_compute(model: onnx.ModelProto, tmp_path: Path) -> Any:
+    """The same block with fp32 compute (accuracy_level 0): its weights, dequantized."""
     import onnxruntime as ort
 
-    model = onnx.load(str(path))
-    for attribute in model.graph.node[0].attribute:
+    plain = onnx.ModelProto()
+    plain.CopyFrom(model)
+    for attribute in plain.graph.node[0].attribute:
         if attribute.name == "accuracy_level":
             attribute.i = 0
-    plain = tmp_path / "fp32-compute.onnx"
-    onnx.save(model, str(plain))
-    return ort.InferenceSession(str(plain), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(plain.SerializeToString(), providers=["CPUExecutionProvider"])
