@@ -66,7 +66,8 @@ def table(folders: list[Path]) -> str:
              f"folder's `model.json` (`quantization.auto.tries`; built on {machines}): the "
              "build's own figures, "
              "batch 1, one thread, the passing tries measured side by side (p50 wall and CPU "
-             "time; `auto` keeps the lowest CPU time for latency). Size: the quantized model "
+             "time; for latency `auto` keeps the most accurate of the tries within 3 % of the "
+             "lowest CPU time). Size: the quantized model "
              "file as tried (portable, before offline optimization).", "",
              "| model (how) | method | outcome | nodes quantized | size | "
              "p50 | CPU | cosine mean / min |", "|---|---|---|---|---|---|---|---|"]
