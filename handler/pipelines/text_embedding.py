@@ -7,6 +7,11 @@ Request ``{"inputs": ["first sentence", "second"]}`` (or a single string). Respo
 ``tokens`` counts each sentence's tokens after truncation (special tokens included). The batch is
 padded to its longest sentence (not to ``max_length``): short requests stay cheap.
 
+``"parameters": {"encoding_format": "base64"}`` (the name and value OpenAI's embeddings API
+uses) answers each vector as the base64 text of its little-endian float32 bytes instead of
+decimals: exact, and about a quarter of the bytes of float64 decimals (0.44x our shortest
+float32 text: 4 bytes as 5.3 characters against ~12 for a decimal). ``"float"`` is the default.
+
 Options (``pipeline_options``): ``tokenizer`` — file beside the model (``tokenizer.json``);
 ``vocabulary`` — for a WordPiece tokenizer split by build-model, its ``vocab.txt``
 (``tokenizer_files``);
@@ -25,6 +30,8 @@ in Python, over lists.
 from __future__ import annotations
 
 import math
+import struct
+import sys
 from collections.abc import Mapping, Sequence
 
 from handler.errors import InvalidInputError, ModelLoadError
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 REQUIREMENTS_HINT = "pip install -r layers/requirements-text.txt (the tokenizers package)"
+ENCODINGS = ("float", "base64")  # parameters.encoding_format, as OpenAI's embeddings API names it
 PREDATES = ("the model has no pooling in its graph (a bare model, or built before build-model "
             "appended it): pooling and normalisation run in Python; rebuild it with "
             "onnx-lambda build-model")
@@ -94,6 +102,10 @@ class TextEmbeddingPipeline(Pipeline):
         if len(sentences) > self.max_batch:
             raise InvalidInputError(f"{len(sentences)} sentences: at most {self.max_batch} "
                                     "per request")
+        encoding = parameters.get("encoding_format", "float")
+        if encoding not in ENCODINGS:  # checked before the run: a bad request costs no inference
+            raise InvalidInputError(f"parameters.encoding_format must be 'float' or 'base64', "
+                                    f"got {encoding!r}")
         return _feeds(self.tokenizer.encode_batch(sentences), self.model)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
@@ -104,19 +116,41 @@ class TextEmbeddingPipeline(Pipeline):
         else:
             mask = [[int(t != self.pad_id) for t in row] for row in feeds["input_ids"].tolist()]
         value = outputs[self.embedding or self.output]
-        # the graph's float32 vectors as their shortest decimals; Python's own math as is
-        vectors = value.encoded_json() if self.embedding else value.tolist()
-        if self.embedding is None:
+        dimensions = int(value.shape[-1])
+        base64 = parameters.get("encoding_format") == "base64"
+        if self.embedding:  # the graph's float32 vectors: their bytes, or shortest decimals
+            vectors: Any = (_base64_rows(value, dimensions) if base64
+                            else value.encoded_json())
+        else:  # Python's own math, as is
+            vectors = value.tolist()
             if len(value.shape) == 3:
                 vectors = ([mean_pool(h, m) for h, m in zip(vectors, mask, strict=True)]
                            if self.pooling == "mean" else [h[0] for h in vectors])
             if self.normalize:
                 vectors = [l2_normalize(v) for v in vectors]
-        return {"embeddings": vectors, "dimensions": int(value.shape[-1]),
+            if base64:
+                vectors = [_base64(struct.pack(f"<{dimensions}f", *v)) for v in vectors]
+        return {"embeddings": vectors, "dimensions": dimensions,
                 "tokens": [int(sum(row)) for row in mask]}
 
     def example(self) -> Any:
         return ["warm-up sentence"]
+
+
+def _base64(raw: Any) -> str:
+    from binascii import b2a_base64  # base64 answers only: its extension stays off the cold path
+
+    return b2a_base64(raw, newline=False).decode("ascii")
+
+
+def _base64_rows(value: Tensor, dimensions: int) -> list[str]:
+    """Each pooled vector's little-endian float32 bytes as base64 (a float16 graph's widened)."""
+    if value.dtype == "float32" and sys.byteorder == "little":
+        data, step = memoryview(value.data), 4 * dimensions
+        return [_base64(data[start:start + step]) for start in range(0, len(data), step)]
+    flat = value.flat()
+    return [_base64(struct.pack(f"<{dimensions}f", *flat[start:start + dimensions]))
+            for start in range(0, len(flat), dimensions)]
 
 
 def _feeds(encodings: list[Any], model: Model) -> dict[str, Tensor]:

@@ -4,7 +4,7 @@
 
 The model's example, repeated ``--batch`` times (a text example made distinct sentences by a
 number each), runs once through the handler's session; each float32 output tensor is then
-written as a JSON body five ways, interleaved, and each way's text is checked to read back as
+written as a JSON body six ways, interleaved, and each way's text is checked to read back as
 the same float32 values:
 - float64 repr: ``tolist()`` of the widened values (what the numpy-based runtime wrote);
 - shortest, in C: ``Tensor.encoded_json()`` through ``strict_json.dumps`` (what the handler
@@ -15,12 +15,15 @@ the same float32 values:
 - the same, gzip-compressed: what a client sending ``Accept-Encoding: gzip`` gets
   (``handler.compression``, zlib level 1), encode and compression timed together;
 - ``%.9g`` text: nine significant digits always round-trip a float32; one ``%`` pass per row
-  writes the array's text, with no float parse or ``repr`` per value.
+  writes the array's text, with no float parse or ``repr`` per value;
+- base64 of the float32 bytes, one string per row: the text-embedding pipeline's answer to
+  ``"parameters": {"encoding_format": "base64"}`` (OpenAI's embeddings API's name for it).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import json
 import struct
@@ -34,6 +37,7 @@ from handler import compression, strict_json
 from handler.http import Response
 from handler.ort import float_text
 from handler.ort.tensor import EncodedList, Tensor, _nested_joins, nest
+from handler.pipelines import text_embedding
 
 
 def nine_digits(tensor: Tensor) -> str:
@@ -70,6 +74,8 @@ WAYS: dict[str, Callable[[Tensor], str | bytes]] = {
     "the same, gzip-compressed (Accept-Encoding: gzip)": shortest_gzip,
     "shortest float32, pure Python (float_text)": python_shortest,
     "%.9g text": nine_digits,
+    "float32 bytes as base64 (encoding_format base64)": lambda t: strict_json.dumps(
+        text_embedding._base64_rows(t, t.shape[-1]))[0],
 }
 
 
@@ -99,8 +105,13 @@ def measure(tensors: list[Tensor], repeat: int) -> dict[str, dict[str, float]]:
     for name, way in WAYS.items():
         texts = [way(tensor) for tensor in tensors]
         for tensor, text in zip(tensors, texts, strict=True):
-            flat = _flatten(json.loads(gzip.decompress(text) if isinstance(text, bytes) else text))
-            back = struct.unpack(f"<{len(flat)}f", struct.pack(f"<{len(flat)}f", *flat))
+            value = json.loads(gzip.decompress(text) if isinstance(text, bytes) else text)
+            if value and isinstance(value[0], str):  # base64 rows: the float32 bytes themselves
+                raw = b"".join(base64.b64decode(row, validate=True) for row in value)
+                back = struct.unpack(f"<{len(raw) // 4}f", raw)
+            else:
+                flat = _flatten(value)
+                back = struct.unpack(f"<{len(flat)}f", struct.pack(f"<{len(flat)}f", *flat))
             if list(back) != tensor.flat():
                 raise AssertionError(f"{name}: does not read back as the same float32")
         results[name] = {"bytes": sum(map(len, texts)), "ms": best[name] * 1e3}

@@ -1,5 +1,6 @@
-"""``Client(url)``: ``predict`` (``POST /predict``) and ``infer`` (V2 binary tensors), each
-returning its outputs with the call's :class:`~.timing.Timing`.
+"""``Client(url)``: ``predict`` (``POST /predict``), ``embed`` (a text-embedding model's vectors,
+sent as float32 bytes) and ``infer`` (V2 binary tensors), each returning its outputs with the
+call's :class:`~.timing.Timing`.
 
 httpx (over httpcore) because it keeps one connection pool, speaks HTTP/2 with ``h2`` and
 exposes a per-request ``trace`` hook that times connect / TLS / write / wait / read without
@@ -8,11 +9,12 @@ monkeypatching: the caller-side breakdown comes from the client itself.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import httpx
@@ -25,7 +27,7 @@ from onnx_lambda.client.timing import Timing, Trace, timing
 
 
 class Result(NamedTuple):
-    outputs: Any  # {name: array} (infer), an array (.npy) or the JSON answer (predict)
+    outputs: Any  # {name: array} (infer), an array (.npy, embed) or the JSON answer (predict)
     timing: Timing
     request_id: str | None
     status: int
@@ -86,18 +88,38 @@ class Client:
     def metadata(self) -> dict[str, Any]:
         return dict(self.get(f"/v2/models/{self.model}").outputs)
 
-    def predict(self, inputs: Any, *, npy: bool | None = None) -> Result:
+    def predict(self, inputs: Any, *, npy: bool | None = None,
+                parameters: Mapping[str, Any] | None = None) -> Result:
         """``POST /predict``: a numpy array goes as ``.npy`` (and one comes back), anything
-        else as ``{"inputs": ...}`` JSON."""
+        else as ``{"inputs": ..., "parameters": ...}`` JSON (``parameters``: the pipeline's,
+        e.g. ``top_k``; JSON only)."""
         npy = isinstance(inputs, np.ndarray) if npy is None else npy
         if npy:
+            if parameters:
+                raise ValueError("parameters go in a JSON request: pass npy=False")
             headers = {"content-type": wire.NPY, "accept": wire.NPY}
             response, result = self.request("POST", "/predict", wire.npy_bytes(inputs), headers)
             return result._replace(outputs=wire.npy_array(response.content))
-        payload = json.dumps({"inputs": _jsonable(inputs)}, separators=(",", ":")).encode()
+        document: dict[str, Any] = {"inputs": _jsonable(inputs)}
+        if parameters:
+            document["parameters"] = dict(parameters)
+        payload = json.dumps(document, separators=(",", ":")).encode()
         response, result = self.request("POST", "/predict", payload,
                                         {"content-type": wire.JSON})
         return result._replace(outputs=response.json())
+
+    def embed(self, texts: str | Sequence[str]) -> Result:
+        """A text-embedding model's vectors (``POST /predict``): ``outputs`` is a float32 array
+        ``[len(texts), dimensions]``, sent as base64 of the float32 bytes
+        (``encoding_format: base64``): exact, and a quarter of the decimals' bytes."""
+        sentences = [texts] if isinstance(texts, str) else list(texts)
+        result = self.predict(sentences, parameters={"encoding_format": "base64"})
+        answer = result.outputs
+        vectors = np.zeros((0, answer["dimensions"]), np.float32)
+        if answer["embeddings"]:
+            vectors = np.stack([np.frombuffer(base64.b64decode(row, validate=True), "<f4")
+                                for row in answer["embeddings"]])
+        return result._replace(outputs=vectors)
 
     def infer(self, inputs: Mapping[str, Any], *, binary: bool = True,
               outputs: list[str] | None = None) -> Result:

@@ -187,3 +187,28 @@ def test_throttle_is_retried_until_it_passes(single: Emulator) -> None:
     finally:
         thread.join()
     assert result.timing.attempts > 1 and result.outputs.shape == (1, 2)
+
+
+def test_embed_gets_the_vectors_as_float32_bytes(tmp_path: Path) -> None:
+    """A text-embedding model: ``embed`` asks for ``encoding_format: base64`` and gives the
+    same float32 vectors as the decimal answer, in well under half the bytes (headers included)."""
+    from onnx_lambda.cli import main
+    from tests.support import build_models
+
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=384)
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    folder = tmp_path / "text"
+    assert main(["build-model", str(source), "-o", str(folder), "--pipeline", "text-embedding",
+                 "--file", str(tokenizer)]) == 0
+    sentences = ["hello world", "the cat sat on the mat"]
+    with serve(folder).running() as emulator, Client(emulator.url, gzip=False) as client:
+        packed = client.embed(sentences)
+        decimals = client.predict(sentences)
+        single = client.embed("dog")
+        top = client.predict(sentences, parameters={"encoding_format": "float"})
+    assert packed.outputs.dtype == np.float32 and packed.outputs.shape == (2, 384)
+    np.testing.assert_array_equal(packed.outputs,
+                                  np.array(decimals.outputs["embeddings"], np.float32))
+    assert single.outputs.shape == (1, 384)
+    assert top.outputs == decimals.outputs
+    assert packed.timing.received_bytes * 2 < decimals.timing.received_bytes

@@ -3,6 +3,7 @@ model whose token vectors are rows of a known table, so pooling can be checked e
 
 from __future__ import annotations
 
+import base64
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,40 @@ def test_bad_inputs_are_400(text_model: tuple[Path, np.ndarray],
     body = service({"inputs": inputs}, Context())
     assert body["error"]["type"] in ("InvalidInput", "BadRequest")
     assert "embeddings" in service({"inputs": ["hello"]}, Context())
+
+
+def test_base64_encoding_format_answers_the_float32_bytes_of_the_same_vectors(
+        text_model: tuple[Path, np.ndarray], make_service: Callable[..., Any],
+        tmp_path: Path) -> None:
+    """``parameters.encoding_format: base64`` (OpenAI's name): each vector as the base64 of its
+    little-endian float32 bytes, exactly the values the decimals stand for; the graph-less
+    path (Python's pooling) packs its vectors the same way; anything else is a 400 before the
+    model runs."""
+    folder, _ = text_model
+    sentences = ["hello world", "the cat sat on the mat", "dog"]
+    python_math = tmp_path / "python-math"  # the same artifact, its graph pooling not named
+    shutil.copytree(folder, python_math)
+    Manifest.load(python_math)._replace(graph_outputs={}).dump(python_math)
+    for artifact in (folder, python_math):
+        service = make_service(artifact)
+        plain = service({"inputs": sentences}, Context())
+        packed = service({"inputs": sentences, "parameters": {"encoding_format": "base64"}},
+                         Context())
+        assert {k: v for k, v in packed.items() if k != "embeddings"} == {
+            k: v for k, v in plain.items() if k != "embeddings"}
+        assert all(isinstance(text, str) for text in packed["embeddings"])
+        vectors = [np.frombuffer(base64.b64decode(t, validate=True), "<f4")
+                   for t in packed["embeddings"]]
+        # the graph's float32 values (which their shortest decimals read back as), or Python's
+        # float64 math rounded to float32
+        for vector, decimals in zip(vectors, plain["embeddings"], strict=True):
+            np.testing.assert_array_equal(vector, np.float32(decimals))
+        same = service({"inputs": sentences, "parameters": {"encoding_format": "float"}},
+                       Context())
+        assert same == plain
+        bad = service({"inputs": "hi", "parameters": {"encoding_format": "binary"}}, Context())
+        assert bad["error"]["type"] == "InvalidInput"
+        assert "encoding_format" in bad["error"]["message"]
 
 
 def test_options_normalize_off_and_cls_pooling(tmp_path: Path,
