@@ -19,12 +19,13 @@ ACCOUNT_ID = "123456789012"
 PASS_THROUGH = ("PATH", "HOME", "LD_LIBRARY_PATH", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                 "AWS_SESSION_TOKEN")
 PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
-# The runtime process starts without ``site`` (``-S``) and puts this interpreter's
-# site-packages on ``sys.path`` where ``site`` would, after the standard library, but runs none
-# of their ``.pth`` hooks: those belong to the developer's venv (an editable install's finder
-# imports ``pathlib``, ``re`` and ``enum``, ≈ 15–20 ms), not to Lambda, where a function's
-# packages come from the task root and layers, so they would inflate the Init Duration and
-# hand the handler modules it must import itself on Lambda.
+# The runtime process starts without ``site`` (``-S``) and gets the folders ``site`` would put
+# on ``sys.path``, after the standard library and in its order (site-packages, the user site,
+# the folders their ``.pth`` files name), but none of the ``.pth`` files' ``import`` lines:
+# those hooks belong to the developer's venv (an editable install's finder imports ``pathlib``,
+# ``re`` and ``enum``, ≈ 15–20 ms; setuptools' distutils shim), not to Lambda, where a
+# function's packages come from the task root and layers, so they would inflate the Init
+# Duration and hand the handler modules it must import itself on Lambda.
 BOOT = "import sys\nsys.path.extend({dirs!r})\n"
 RUN_CLIENT = "import runpy\nrunpy.run_module('awslambdaric', run_name='__main__', alter_sys=True)\n"
 # A Managed Instances runtime: every process awslambdaric forks (its workers) is set to die
@@ -48,14 +49,6 @@ def runtime_command(spec: FunctionSpec) -> list[str]:
     if spec.processes_per_environment:
         program += DIE_WITH_PARENT
     return [sys.executable, "-S", "-c", program + RUN_CLIENT, spec.handler]
-
-
-def site_packages() -> list[str]:
-    """This interpreter's site-packages folders, in ``site``'s order (no user site: Lambda's
-    runtime has none)."""
-    import site
-
-    return [path for path in site.getsitepackages() if os.path.isdir(path)]
 
 
 def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
@@ -90,3 +83,39 @@ def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
     env.update(spec.environment)
     env.update(overrides)
     return env
+
+
+def site_packages() -> list[str]:
+    """The folders ``site`` adds to this interpreter's ``sys.path``, in its order: each site
+    folder (site-packages, then the user site when enabled), then the existing folders its
+    ``.pth`` files list (sorted by name, as ``site.addpackage`` reads them), without running
+    their ``import`` lines."""
+    import site
+
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    found: list[str] = []
+    for folder in filter(os.path.isdir, folders):
+        found.append(folder)
+        for name in sorted(n for n in os.listdir(folder) if n.endswith(".pth")):
+            found += _pth_folders(os.path.join(folder, name), folder)
+    return list(dict.fromkeys(found))
+
+
+def _pth_folders(pth: str, base: str) -> list[str]:
+    """The folders a ``.pth`` file names, relative to its site folder; ``import`` lines (code
+    ``site`` would run) and comments skipped."""
+    try:
+        with open(pth, encoding="utf-8") as file:
+            lines = file.read().splitlines()
+    except (OSError, UnicodeDecodeError):  # site skips an unreadable .pth too
+        return []
+    folders = []
+    for line in lines:
+        if not line.strip() or line.startswith("#") or line.startswith(("import ", "import\t")):
+            continue
+        folder = os.path.join(base, line.rstrip())
+        if os.path.isdir(folder):
+            folders.append(os.path.abspath(folder))
+    return folders

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from onnx_lambda.emulator import Emulator, runtime_launch
+from onnx_lambda.emulator import Emulator
 from tests.e2e import emulator_support
 
 pytestmark = pytest.mark.e2e
@@ -160,15 +160,20 @@ def test_invalid_json_payload(client: Any) -> None:
 def test_runtime_processes_see_site_packages_but_run_none_of_its_pth_hooks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer venv's ``.pth`` hooks (an editable install's finder, setuptools' shim) are
-    not Lambda's: the runtime starts without ``site`` and appends the site-packages folders
-    after the standard library, as ``site`` would, without running their hooks."""
-    extra = tmp_path / "site-packages"
+    not Lambda's: the runtime starts without ``site`` and appends the site folders after the
+    standard library, with the folders their ``.pth`` files name, as ``site`` would, but runs
+    none of their ``import`` lines."""
+    import site
+
+    extra, linked = tmp_path / "site-packages", tmp_path / "linked"
     extra.mkdir()
+    linked.mkdir()
     ran = tmp_path / "hook-ran"
-    (extra / "zz_hook.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
-    real = runtime_launch.site_packages()
+    (extra / "zz_hook.pth").write_text(
+        f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n{linked}\n")
+    real = [p for p in site.getsitepackages() if Path(p).is_dir()]
     assert real  # this interpreter's own, where awslambdaric is installed
-    monkeypatch.setattr(runtime_launch, "site_packages", lambda: [*real, str(extra)])
+    monkeypatch.setattr(site, "getsitepackages", lambda: [*real, str(extra)])
     emulator = Emulator(emulator_support.TEMPLATE, port=0, log=None)
     with emulator.running():
         response = emulator_support.lambda_client(emulator.url).invoke(
@@ -178,5 +183,6 @@ def test_runtime_processes_see_site_packages_but_run_none_of_its_pth_hooks(
     assert not ran.exists()  # the hook did not run
     path = facts["sysPath"]
     stdlib = path.index(sysconfig.get_path("stdlib"))
-    assert path[-len(real) - 1:] == [*real, str(extra)] and path.index(real[0]) > stdlib
+    assert path.index(real[0]) > stdlib and path.index(str(extra)) > path.index(real[0])
+    assert path[path.index(str(extra)) + 1] == str(linked)  # the .pth's folder, after its own
     assert path.index(str(emulator_support.HANDLERS)) < stdlib  # the task root comes first

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
+from onnx_lambda.emulator.runtime_launch import (
+    lambda_environment,
+    runtime_command,
+    site_packages,
+)
 from onnx_lambda.emulator.template import FunctionSpec
 
 
@@ -60,3 +64,23 @@ def test_execution_env_names_the_declared_runtime_not_the_host() -> None:
     assert env["AWS_EXECUTION_ENV"] == "AWS_Lambda_python3.13"
     assert host["AWS_EXECUTION_ENV"] == (
         f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}")
+
+
+def test_site_folders_keep_the_pth_files_folders_but_not_their_hooks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``site`` would add, in its order, without running a ``.pth`` file's code."""
+    import site
+
+    main, user, src = tmp_path / "site-packages", tmp_path / "user-site", tmp_path / "src"
+    for folder in (main, user, src, main / "lib"):
+        folder.mkdir()
+    (main / "b.pth").write_text(f"# a comment\n\nimport os; os.environ['HOOK'] = '1'\n{src}\n"
+                                "lib\nmissing\n")
+    (main / "a.pth").write_text("import\tsys\n")
+    (main / "broken.pth").write_bytes(b"\xff\xfe")
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(main), str(tmp_path / "absent")])
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", True)
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(user))
+    assert site_packages() == [str(main), str(src), str(main / "lib"), str(user)]
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", False)
+    assert str(user) not in site_packages()
