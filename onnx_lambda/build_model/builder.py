@@ -262,6 +262,8 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
             applied["calibration_samples"] = len(calibration)
         if result.smoothing:
             applied["smoothing"] = result.smoothing
+        if result.awq:
+            applied["awq"] = result.awq
         if auto:
             applied["auto"] = {"objective": options.objective, "budget_s": options.budget_s,
                                "tries": chosen.tries}

@@ -27,9 +27,9 @@ from onnx_lambda.build_model.gate import Feeds, Thresholds
 # gets the likely winner.
 TRIES = {
     "latency": (("int8-mixed", None), ("int8-dynamic", None), ("int4", "rtn"),
-                ("int8-static", None), ("fp16", None), ("int4", "hqq")),
-    "size": (("int4", "rtn"), ("int8-mixed", None), ("int4", "hqq"), ("int8-dynamic", None),
-             ("int8-static", None), ("fp16", None)),
+                ("int8-static", None), ("int4", "awq"), ("fp16", None), ("int4", "hqq")),
+    "size": (("int4", "rtn"), ("int4", "awq"), ("int8-mixed", None), ("int4", "hqq"),
+             ("int8-dynamic", None), ("int8-static", None), ("fp16", None)),
 }
 
 # CPU times this close are one figure on a shared VM (the same try measures a few per cent apart

@@ -5,8 +5,9 @@ some candidate nodes kept in fp32 (``exclude``) or only some quantized (``only``
 - ``int8-static``: QDQ int8 weights and activations, activation ranges calibrated (min/max) on
   the build's samples plus ``--calibration FILE``; onnxruntime fuses the QDQ pairs at load.
 - ``int4``: weight-only, ``MatMulNBits`` blocks of ``block_size`` along K; ``--algo`` rtn
-  (round to nearest, min/max per block), hqq (half-quadratic, no data) or gptq (Hessian-aware,
-  calibrated like static). Compute in int8 (``accuracy_level`` 4: activations quantized per
+  (round to nearest, min/max per block), hqq (half-quadratic, no data), gptq (Hessian-aware,
+  calibrated like static) or awq (rtn on a graph rescaled by searched activation-aware scales,
+  ``awq.py``, calibrated). Compute in int8 (``accuracy_level`` 4: activations quantized per
   block at run time), the fastest MatMulNBits path on x86 and arm64.
 - ``int8-mixed``: ``int8-dynamic`` where the gate allows; the MatMuls it must leave out
   (``exclude``, what tuning finds) get 8-bit weight-only blocks instead of fp32 (``MatMulNBits``,
@@ -36,14 +37,14 @@ if TYPE_CHECKING:  # the CLI reads METHODS/ALGOS at start-up: the quantizers loa
     from onnx_lambda.build_model.gate import Feeds
 
 METHODS = ("int8-dynamic", "int8-static", "int4", "fp16", "int8-mixed")
-ALGOS = ("rtn", "hqq", "gptq")  # int4; the first is the default
+ALGOS = ("rtn", "hqq", "gptq", "awq")  # int4; the first is the default
 # The methods ``--smooth`` applies to (smooth.py: it helps integer activations and weights).
 SMOOTHED = ("int8-dynamic", "int8-mixed", "int8-static", "int4")
 # The methods whose int8 weights meet u8 activations in onnxruntime's u8s8 kernels (7-bit weights
 # by default: ``QuantizeSettings.reduce_range``).
 U8S8 = ("int8-dynamic", "int8-mixed", "int8-static")
 # The methods (labels, see ``label``) that calibrate on the build's samples and --calibration.
-CALIBRATED = ("int8-static", "int4 gptq")
+CALIBRATED = ("int8-static", "int4 gptq", "int4 awq")
 # What each method (or "int4 ALGO") can quantize: the settings' op types are intersected with it.
 _DYNAMIC_OPS = ("MatMul", "Attention", "Gather", "Gemm", "Conv", "LSTM")
 SUPPORTED_OPS = {
@@ -53,6 +54,7 @@ SUPPORTED_OPS = {
     "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
     "int4 hqq": ("MatMul",),
     "int4 gptq": ("MatMul",),
+    "int4 awq": ("MatMul",),
     "fp16": ("MatMul", "Attention", "Gather", "Gemm", "Conv"),
 }
 # fp16 keeps these in fp32: reductions and normalisations overflow or lose the most in float16.
@@ -260,7 +262,7 @@ def _nbits(source: Path, target: Path, op_types: Sequence[str], algo: str, block
         config = nbits.GPTQWeightOnlyQuantConfig(
             calibration_data_reader=samples(calibration),
             block_size=block_size, op_types_to_quantize=ops)
-    else:  # rtn: onnxruntime's blockwise min/max round-to-nearest (its C++ "DEFAULT" path)
+    else:  # rtn, and awq's rescaled graph: onnxruntime's blockwise min/max round-to-nearest
         config = nbits.DefaultWeightOnlyQuantConfig(
             block_size=block_size, is_symmetric=symmetric, accuracy_level=ACCURACY_LEVEL,
             op_types_to_quantize=ops, bits=bits)

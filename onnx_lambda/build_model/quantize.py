@@ -23,7 +23,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from onnx_lambda.build_model import quant_methods, smooth
+from onnx_lambda.build_model import awq, quant_methods, smooth
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -48,7 +48,7 @@ class QuantizeSettings:
     reduce_range: bool = True
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
-    algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq
+    algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq | awq
     block_size: int = BLOCK_SIZE  # int4, int8-mixed: weights per block along K (a power of 2 ≥ 16)
     symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
@@ -56,8 +56,11 @@ class QuantizeSettings:
 
     @property
     def smoothing(self) -> float:
-        """The alpha this method smooths with (0: none; fp16 does not)."""
-        return self.smooth if self.method in quant_methods.SMOOTHED else 0.0
+        """The alpha this method smooths with (0: none; fp16 does not, nor int4 awq, whose
+        searched scales replace SmoothQuant's)."""
+        if self.method not in quant_methods.SMOOTHED or self.label == "int4 awq":
+            return 0.0
+        return self.smooth
 
     @property
     def label(self) -> str:
@@ -114,6 +117,7 @@ class QuantizeResult:
     # precision ("int8", "int8 (qdq)", "int4", "fp16", "fp32") → op type → nodes, whole graph
     graph: dict[str, dict[str, int]] = field(default_factory=dict)
     smoothing: dict[str, object] | None = None  # smooth.Smoothing.to_dict(), when smoothed
+    awq: dict[str, object] | None = None  # awq.Awq.to_dict(), for int4 awq
 
     @property
     def quantized(self) -> int:
@@ -216,6 +220,16 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
             raise QuantizeError(f"--smooth cannot smooth this model ({type(exc).__name__}: "
                                 f"{str(exc)[:300]}); build without --smooth.") from exc
         source = smoothed
+    scaled = None
+    if settings.label == "int4 awq":  # once, like smoothing: the attempts quantize it with rtn
+        rescaled = target.with_name(f"{target.stem}.awq.onnx")
+        try:
+            scaled = awq.scale(source, rescaled, names, calibration, settings.block_size,
+                               settings.symmetric).to_dict()
+        except Exception as exc:  # onnxruntime refusing the calibration run, an odd graph
+            raise QuantizeError(f"int4 awq cannot rescale this model ({type(exc).__name__}: "
+                                f"{str(exc)[:300]}); try --algo rtn.") from exc
+        source = rescaled
     attempts: list[tuple[int, Accuracy]] = []
 
     def run(path: Path, exclude: Sequence[str] = (), only: Sequence[str] | None = None
@@ -247,7 +261,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
         table = precisions(onnx.load(str(target), load_external_data=False))
         fp32 = tuple(n for n in names if table.get(n) == (op_of[n], "fp32"))
         return QuantizeResult(accuracy, exclude, attempts, _counts(fp32, names, op_of),
-                              fp32, tally(table), smoothing)
+                              fp32, tally(table), smoothing, scaled)
 
     accuracy = attempt(excluded)
     if not accuracy.failures(limits):

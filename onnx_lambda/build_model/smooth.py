@@ -15,7 +15,7 @@ tensor share one s (the weights' row maxima taken over all of them), so one tens
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,43 @@ def smooth(source: Path, target: Path, names: Sequence[str], alpha: float,
     """Write ``source`` smoothed into ``target``: the nodes ``names`` (the quantizer's candidates)
     that are MatMul / Attention with a constant 2-D float weight, calibrated on ``calibration``
     (feeds of the model's inputs)."""
+
+    def scale(activations: Activations, arrays: list[np.ndarray]) -> np.ndarray:
+        row_max = np.max([np.abs(w).max(axis=1) for w in arrays], axis=0)
+        live = (activations.maxima > _TINY) & (row_max > _TINY)
+        scale = np.ones_like(row_max)
+        scale[live] = activations.maxima[live] ** alpha / row_max[live] ** (1 - alpha)
+        return scale
+
+    done = rescale(source, target, names, calibration, scale)
+    return Smoothing(alpha, done.nodes, done.mul_nodes, done.folded, len(calibration))
+
+
+@dataclass
+class Activations:
+    """One product input's calibration statistics, per channel of its last axis."""
+
+    maxima: np.ndarray  # max |value|
+    means: np.ndarray  # mean |value|
+    rows: np.ndarray  # up to ``ROWS`` of its rows (the last axis), for a search over them
+
+
+@dataclass
+class Rescaled:
+    nodes: int  # products whose weight rows were scaled
+    mul_nodes: int  # Mul nodes inserted (named ``… .smooth``)
+    folded: dict[str, int]  # op type → tensors whose 1/s went into that producer instead
+
+
+ROWS = 1024  # activation rows kept per tensor for a search (AWQ's)
+
+
+def rescale(source: Path, target: Path, names: Sequence[str], calibration: Sequence[Feeds],
+            scale_of: Callable[[Activations, list[np.ndarray]], np.ndarray]) -> Rescaled:
+    """Write ``source`` into ``target`` with, for each input tensor X of the nodes ``names``
+    that are MatMul / Attention with a constant 2-D float weight, ``s = scale_of(X's
+    statistics, the weights of the products reading X)``: each weight's rows times s, and X / s
+    folded into X's producer where exact, else a ``Mul``."""
     model = onnx.load(str(source))
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
@@ -65,22 +102,19 @@ def smooth(source: Path, target: Path, names: Sequence[str], alpha: float,
                 and len(weight.dims) == 2 and weight.data_type == onnx.TensorProto.FLOAT
                 and uses[weight.name] == 1 and node.input[0] not in weights):
             groups.setdefault(node.input[0], []).append(node)
-    maxima = _activation_maxima(model, list(groups), calibration)
+    stats = _activations(model, list(groups), calibration)
     producer = {out: node for node in graph.node for out in node.output}
     folded: Counter[str] = Counter()
     muls: dict[str, onnx.NodeProto] = {}  # first reader's name → the Mul to insert before it
-    smoothed = 0
+    scaled = 0
     for tensor, readers in groups.items():
         arrays = [numpy_helper.to_array(weights[n.input[1]]) for n in readers]
-        if tensor not in maxima or maxima[tensor].shape[0] != arrays[0].shape[0]:
+        if tensor not in stats or stats[tensor].maxima.shape[0] != arrays[0].shape[0]:
             continue  # the product contracts another axis than the last: not a plain X·W
-        row_max = np.max([np.abs(w).max(axis=1) for w in arrays], axis=0)
-        live = (maxima[tensor] > _TINY) & (row_max > _TINY)
-        scale = np.ones_like(row_max)
-        scale[live] = maxima[tensor][live] ** alpha / row_max[live] ** (1 - alpha)
+        scale = scale_of(stats[tensor], arrays)
         for node, array in zip(readers, arrays, strict=True):
             _store(weights[node.input[1]], array * scale[:, np.newaxis])
-        smoothed += len(readers)
+        scaled += len(readers)
         maker = producer.get(tensor)
         whole = uses[tensor] == len(readers)  # the tensor feeds these products only
         if whole and maker is not None and _fold(maker, tensor, 1 / scale, weights, uses):
@@ -98,13 +132,13 @@ def smooth(source: Path, target: Path, names: Sequence[str], alpha: float,
     del graph.node[:]
     graph.node.extend(nodes)
     onnx.save(model, str(target))
-    return Smoothing(alpha, smoothed, len(muls), dict(folded), len(calibration))
+    return Rescaled(scaled, len(muls), dict(folded))
 
 
-def _activation_maxima(model: onnx.ModelProto, tensors: list[str],
-                       calibration: Sequence[Feeds]) -> dict[str, np.ndarray]:
-    """Per last-axis channel, max |value| of each of ``tensors`` over the calibration feeds (the
-    fp32 model, those tensors made outputs)."""
+def _activations(model: onnx.ModelProto, tensors: list[str],
+                 calibration: Sequence[Feeds]) -> dict[str, Activations]:
+    """Per last-axis channel, max and mean |value| of each of ``tensors`` over the calibration
+    feeds, and up to ``ROWS`` of their rows (the fp32 model, those tensors made outputs)."""
     import onnxruntime as ort
 
     probe = onnx.ModelProto()
@@ -118,14 +152,18 @@ def _activation_maxima(model: onnx.ModelProto, tensors: list[str],
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     session = ort.InferenceSession(probe.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
-    maxima: dict[str, np.ndarray] = {}
+    rows: dict[str, list[np.ndarray]] = {}
     for feeds in calibration:
         for name, value in zip(tensors, session.run(tensors, feeds), strict=True):
-            if not value.size:  # an empty batch tells nothing
-                continue
-            channel = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
-            maxima[name] = np.maximum(maxima[name], channel) if name in maxima else channel
-    return maxima
+            if value.size:  # an empty batch tells nothing
+                rows.setdefault(name, []).append(value.reshape(-1, value.shape[-1]))
+    found = {}
+    for name, parts in rows.items():
+        every = np.concatenate(parts)
+        magnitude = np.abs(every)
+        kept = np.linspace(0, len(every) - 1, min(ROWS, len(every))).astype(int)  # evenly
+        found[name] = Activations(magnitude.max(axis=0), magnitude.mean(axis=0), every[kept])
+    return found
 
 
 def _fold(maker: onnx.NodeProto, tensor: str, inverse: np.ndarray,

@@ -80,7 +80,9 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
                        help="no quantization (same as --quantize none)")
     steps.add_argument("--algo", choices=ALGOS,
-                       help="int4 weight-only algorithm (default: rtn; gptq calibrates)")
+                       help="int4 weight-only algorithm (default: rtn; gptq and awq "
+                            "calibrate: awq searches activation-aware scales per input, then "
+                            "rounds to nearest)")
     steps.add_argument("--block-size", type=_block_size,
                        help="int4, int8-mixed: weights per quantization block, a power of "
                             "two ≥ 16 (default: 32)")
@@ -99,8 +101,8 @@ def register(subparsers: Any) -> None:
                             "X/s and s·W (exact in fp32); 0 < ALPHA < 1, 0 turns it off "
                             "(default: off; minilm: its candidates' own)")
     steps.add_argument("--calibration", type=Path, metavar="FILE",
-                       help="more calibration input for int8-static, int4 --algo gptq and "
-                            "--smooth: .npz, one array per input (besides the build's own "
+                       help="more calibration input for int8-static, int4 --algo gptq / awq "
+                            "and --smooth: .npz, one array per input (besides the build's own "
                             "samples)")
     steps.add_argument("--quantize-ops", type=lambda s: tuple(s.split(",")),
                        help="operator types to quantize (default: MatMul,Attention)")
@@ -179,7 +181,8 @@ def _calibration(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     if args.quantize != "auto" and not args.smooth and (
             args.quantize is None or label(args.quantize, args.algo) not in CALIBRATED):
         raise _UsageError("--calibration applies to --quantize int8-static, --quantize int4 "
-                          "--algo gptq and --smooth (the other methods do not calibrate)")
+                          "--algo gptq / awq and --smooth (the other methods do not "
+                          "calibrate)")
     try:
         with np.load(args.calibration, allow_pickle=False) as archive:
             feeds = {name: archive[name] for name in archive.files}
