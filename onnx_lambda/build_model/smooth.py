@@ -10,6 +10,7 @@ X (its output channels are V's, head after head), or into the gamma and beta of 
 LayerNormalization / SkipLayerNormalization whose output feeds nothing else; otherwise an
 explicit ``Mul`` by the 1/s constant is inserted before the product. Products reading the same
 tensor share one s (the weights' row maxima taken over all of them), so one tensor gets one Mul.
+``rescale`` does the graph work for any choice of s: AWQ (``awq.py``) searches its own.
 """
 
 from __future__ import annotations
