@@ -51,10 +51,10 @@ SUPPORTED_OPS = {
     "int8-dynamic": _DYNAMIC_OPS,
     "int8-mixed": _DYNAMIC_OPS,
     "int8-static": ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"),
-    "int4": ("MatMul", "Gather"),  # Gather (GatherBlockQuantized) with rtn only
+    # Gather (GatherBlockQuantized) with rtn only, and awq (rtn after rescaling the MatMuls)
+    "int4": ("MatMul", "Gather"),
     "int4 hqq": ("MatMul",),
     "int4 gptq": ("MatMul",),
-    "int4 awq": ("MatMul",),
     "fp16": ("MatMul", "Attention", "Gather", "Gemm", "Conv"),
 }
 # fp16 keeps these in fp32: reductions and normalisations overflow or lose the most in float16.
