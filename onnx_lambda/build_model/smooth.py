@@ -140,6 +140,8 @@ def _activations(model: onnx.ModelProto, tensors: list[str],
                  calibration: Sequence[Feeds]) -> dict[str, Activations]:
     """Per last-axis channel, max and mean |value| of each of ``tensors`` over the calibration
     feeds, and up to ``ROWS`` of their rows (the fp32 model, those tensors made outputs)."""
+    if not tensors:  # (``run`` with no output names would return every output)
+        return {}
     import onnxruntime as ort
 
     probe = onnx.ModelProto()

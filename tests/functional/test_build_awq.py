@@ -97,3 +97,19 @@ def test_awq_searches_its_own_scales_instead_of_smooth(tmp_path: Path) -> None:
     quantization = Manifest.load(tmp_path / "q").metadata["quantization"]
     assert "smoothing" not in quantization and quantization["method"] == "int4 awq"
     assert quantization["awq"]["calibration_samples"] == quantization["calibration_samples"]
+
+
+def test_awq_quantizes_embedding_tables_as_rtn_does(tmp_path: Path) -> None:
+    """Only the MatMuls are rescaled; the RTN pass after it takes ``Gather`` tables too, so an
+    awq artifact is as small as an rtn one."""
+    from tests.support import build_models
+
+    source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx", dim=64)
+    assert main(["build-model", str(source), "-o", str(tmp_path / "q"), "--quantize", "int4",
+                 "--algo", "awq", "--quantize-ops", "MatMul,Gather", "--min-cosine", "0.9",
+                 "--min-cosine-floor", "0.8"]) == 0
+    quantization = Manifest.load(tmp_path / "q").metadata["quantization"]
+    assert quantization["nodes"]["quantized"] == {"Gather": 1}
+    assert quantization["awq"]["nodes"] == 0  # nothing to rescale: no MatMul
+    ops = Counter(n.op_type for n in onnx.load(str(tmp_path / "q" / "model.onnx")).graph.node)
+    assert ops["GatherBlockQuantized"] == 1 and ops["Gather"] == 0
