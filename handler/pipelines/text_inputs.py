@@ -1,0 +1,77 @@
+"""Sentences → a text model's token inputs, for the pipelines that take text: ``text-embedding``,
+and ``classifier`` when its artifact ships a tokenizer (a sentiment or intent model).
+
+The tokenizer is ``tokenizer.json`` beside the model (option ``tokenizer``; ``vocabulary`` for a
+WordPiece tokenizer that build-model split in two: ``tokenizer_files``); sentences are truncated
+to ``max_length`` tokens (256) and the batch, at most ``max_batch`` sentences (64), is padded to
+its longest one. The model's ``input_ids``, ``attention_mask`` and ``token_type_ids`` inputs,
+those it has, are filled from the encodings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from handler.errors import InvalidInputError, ModelLoadError
+from handler.model import Model
+from handler.ort.tensor import Tensor, from_values
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+REQUIREMENTS_HINT = "pip install -r layers/requirements-text.txt (the tokenizers package)"
+COLUMNS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+
+
+class TextInputs:
+    def __init__(self, model: Model, options: Mapping[str, Any], pipeline: str) -> None:
+        # tokenizers (a Rust extension, ~10 MB) is needed by text models only: importing it here
+        # keeps it off the cold path, and out of the image, of every other model.
+        from handler.pipelines import tokenizer_files
+
+        self.model = model
+        path = model.artifact.file(options.get("tokenizer", tokenizer_files.DEFAULT_FILE))
+        vocabulary = options.get("vocabulary")
+        try:
+            self.tokenizer = tokenizer_files.load(
+                path, vocabulary and model.artifact.file(vocabulary))
+        except ImportError:
+            raise ModelLoadError(f"the {pipeline} pipeline needs tokenizers for text: "
+                                 f"{REQUIREMENTS_HINT}") from None
+        except Exception as exc:  # tokenizers raises a bare Exception for missing/corrupt files
+            raise ModelLoadError(f"{pipeline} pipeline: cannot load {path}"
+                                 f"{f' with {vocabulary}' if vocabulary else ''}: {exc}") from exc
+        self.max_length = int(options.get("max_length", 256))
+        self.max_batch = int(options.get("max_batch", 64))
+        self.tokenizer.enable_truncation(self.max_length)
+        padding = self.tokenizer.padding or {}
+        self.pad_id = padding.get("pad_id", 0)
+        self.tokenizer.enable_padding(pad_id=self.pad_id,
+                                      pad_token=padding.get("pad_token", "[PAD]"))
+        if "input_ids" not in model.input_by_name:
+            raise ModelLoadError(f"{pipeline} pipeline: the model has no 'input_ids' input "
+                                 f"({', '.join(s.describe() for s in model.inputs)})")
+
+    def feeds(self, inputs: Any) -> dict[str, Tensor]:
+        """``inputs`` (a string or a non-empty list of strings) → the model's token inputs."""
+        sentences = [inputs] if isinstance(inputs, str) else inputs
+        if (not isinstance(sentences, list) or not sentences
+                or not all(isinstance(s, str) for s in sentences)):
+            raise InvalidInputError('"inputs" must be a string or a non-empty list of strings')
+        if len(sentences) > self.max_batch:
+            raise InvalidInputError(f"{len(sentences)} sentences: at most {self.max_batch} "
+                                    "per request")
+        encodings = self.tokenizer.encode_batch(sentences)
+        shape = (len(encodings), len(encodings[0].ids))  # every one padded to the batch's length
+        return {name: from_values(spec.element, shape,
+                                  [v for e in encodings for v in getattr(e, attribute)])
+                for name, attribute in COLUMNS.items()
+                if (spec := self.model.input_by_name.get(name)) is not None}
+
+    def mask(self, feeds: Mapping[str, Any]) -> list[list[int]]:
+        """Which tokens are real: the model's own mask input when it has one, else the ids that
+        are not the padding id."""
+        if "attention_mask" in feeds:
+            return feeds["attention_mask"].tolist()
+        return [[int(t != self.pad_id) for t in row] for row in feeds["input_ids"].tolist()]
