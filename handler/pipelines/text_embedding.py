@@ -13,8 +13,9 @@ decimals: exact, and about a quarter of the bytes of float64 decimals (0.44x our
 float32 text: 4 bytes as 5.3 characters against ~12 for a decimal). ``"float"`` is the default.
 
 Options (``pipeline_options``): the tokenizer's (``tokenizer``, ``vocabulary``, ``max_length``,
-``max_batch``: ``text_inputs``); ``output`` — the token-embeddings output (default: the first); ``pooling`` — ``mean`` (masked
-mean over tokens) or ``cls`` (first token); ``normalize`` — L2-normalise (true).
+``max_batch``: ``text_inputs``); ``output`` — the token-embeddings output (default: the
+first); ``pooling`` — ``mean`` (masked mean over tokens) or ``cls`` (first token);
+``normalize`` — L2-normalise (true).
 A model whose output is already pooled (rank 2) is used as is.
 
 The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
