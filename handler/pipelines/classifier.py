@@ -1,7 +1,10 @@
 """Classifier pipeline: class scores → labelled predictions with top-k.
 
 Request: the tensor pipeline's, ``{"inputs": [[...]]}`` or ``{"inputs": {"name": [[...]]}}``,
-optional ``"parameters": {"top_k": 3}``. Response, one prediction per batch row::
+optional ``"parameters": {"top_k": 3}``. A text classifier (a sentiment or intent model: an
+``input_ids`` input and a tokenizer shipped in the artifact, ``text_inputs``) also takes text,
+``{"inputs": "what a great film"}`` or a list of sentences. Response, one prediction per batch
+row (sentence)::
 
     {"predictions": [{"label": "3", "score": 0.97,
                       "top_k": [{"label": "3", "score": 0.97}, {"label": "8", "score": 0.02}]}]}
@@ -22,6 +25,7 @@ class indices).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 from handler import strict_json
@@ -72,6 +76,16 @@ class ClassifierPipeline(TensorPipeline):
         self._literals: dict[int, tuple[str, bytes]] = {}
         self.top_k = _positive_int(self.options.get("top_k", DEFAULT_TOP_K), "top_k option",
                                    ModelLoadError)
+        self.text = _text_inputs(model, self.options)  # None: numbers only
+
+    def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        if self.text is not None and (inputs.__class__ is str or (
+                inputs.__class__ is list and inputs and inputs[0].__class__ is str)):
+            return self.text.feeds(inputs)
+        return super().preprocess(inputs, parameters)
+
+    def example(self) -> Any:
+        return ["warm-up sentence"] if self.text is not None else super().example()
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Any]) -> Any:
@@ -162,6 +176,17 @@ def top_k(row: Sequence[float], k: int) -> list[tuple[int, float]]:
     graph's TopK does (Python's sort is stable, reverse included)."""
     order = sorted(range(len(row)), key=row.__getitem__, reverse=True)[:k]
     return [(i, row[i]) for i in order]
+
+
+def _text_inputs(model: Model, options: Mapping[str, Any]) -> Any:
+    """The tokenizer's feeds when the model takes token ids and its tokenizer file is there."""
+    tokenizer = options.get("tokenizer", "tokenizer.json")
+    if "input_ids" not in model.input_by_name or not os.path.isfile(
+            model.artifact.file(tokenizer)):
+        return None
+    from handler.pipelines.text_inputs import TextInputs  # text classifiers only
+
+    return TextInputs(model, options, ClassifierPipeline.name)
 
 
 def _scores_output(model: Model) -> str:

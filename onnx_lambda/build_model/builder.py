@@ -195,7 +195,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
         tokenizer = pipeline_options.get("tokenizer", tokenizer_files.DEFAULT_FILE)
-        if (spec.pipeline == "text-embedding" and tokenizer in spec.files
+        if (spec.pipeline in ("text-embedding", "classifier") and tokenizer in spec.files
                 and "vocabulary" not in pipeline_options):
             named = tokenizer_split.split(staging / tokenizer, staging)
             if named is not None:  # the same tokens, a third of the tokenizer's load cost

@@ -126,3 +126,43 @@ def test_the_answer_text_is_what_the_encoder_writes_for_the_answer(
         assert answer["body"] == json.dumps(direct, separators=(",", ":"))
         assert len(direct["predictions"]) == rows
         assert all(len(p["top_k"]) == k for p in direct["predictions"])
+
+
+def test_a_text_classifier_takes_sentences_through_its_tokenizer(
+        tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    """A sequence classifier (input_ids, attention_mask → logits) built with its tokenizer
+    takes text: each sentence tokenized, the batch padded, one prediction per sentence, the
+    labels of the softmaxed logits; token ids still go as tensors; no tokenizer, numbers only."""
+    source, table, head = build_models.text_classifier(tmp_path / "text.onnx")
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("negative\nneutral\npositive\n")
+    out = tmp_path / "model"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", "classifier",
+                 "--labels", str(labels), "--file", str(tokenizer)]) == 0
+    service = make_service(out)
+    sentences = ["hello world", "the cat sat on the mat", "dog"]
+    body = service({"inputs": sentences, "parameters": {"top_k": 3}}, Context())
+    for sentence, prediction in zip(sentences, body["predictions"], strict=True):
+        ids = [build_models.VOCAB[w] for w in sentence.split()]
+        expected = softmax((table[ids].mean(axis=0) @ head)[np.newaxis])[0]
+        order = np.argsort(-expected)
+        names = ("negative", "neutral", "positive")
+        assert [e["label"] for e in prediction["top_k"]] == [names[i] for i in order]
+        np.testing.assert_allclose([e["score"] for e in prediction["top_k"]],
+                                   expected[order], rtol=1e-5)
+    single = service({"inputs": "hello world"}, Context())
+    first = single["predictions"][0]
+    assert (first["label"], first["score"]) == (body["predictions"][0]["label"],
+                                                body["predictions"][0]["score"])
+    ids = [[build_models.VOCAB["hello"], build_models.VOCAB["world"]]]
+    tensors = service({"inputs": {"input_ids": ids, "attention_mask": [[1, 1]]}}, Context())
+    assert tensors["predictions"][0]["label"] == first["label"]
+    bad = service({"inputs": ["fine", 3]}, Context())
+    assert bad["error"]["type"] == "InvalidInput"
+    assert service.example_inputs() is not None and service.warmup_status == "ok"
+    without = tmp_path / "numbers-only"
+    assert main(["build-model", str(source), "-o", str(without), "--pipeline",
+                 "classifier"]) == 0
+    refused = make_service(without)({"inputs": "hello world"}, Context())
+    assert refused["error"]["type"] in ("InvalidInput", "BadRequest")

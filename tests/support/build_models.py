@@ -85,6 +85,32 @@ def token_embeddings(path: Path, *, dim: int = 6, seed: int = 0, opset: int = OP
     return save(graph, path, opset=opset), table
 
 
+def text_classifier(path: Path, *, dim: int = 8, classes: int = 3, seed: int = 0
+                    ) -> tuple[Path, np.ndarray, np.ndarray]:
+    """A sequence classifier as a transformer exports one: input_ids, attention_mask
+    int64[batch, sequence] → logits float32[batch, classes], the masked mean of each token's row
+    of a random table times a random head (both returned, for the expected logits)."""
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((len(VOCAB), dim)).astype(np.float32)
+    head = rng.standard_normal((dim, classes)).astype(np.float32)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
+              for n in ("input_ids", "attention_mask")]
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", classes])
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["rows"]),
+             helper.make_node("Cast", ["attention_mask"], ["mask"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["mask", "last_axis"], ["mask3"]),
+             helper.make_node("Mul", ["rows", "mask3"], ["kept"]),
+             helper.make_node("ReduceSum", ["kept", "sequence_axis"], ["total"], keepdims=0),
+             helper.make_node("ReduceSum", ["mask", "sequence_axis"], ["count"], keepdims=1),
+             helper.make_node("Div", ["total", "count"], ["mean"]),
+             helper.make_node("MatMul", ["mean", "head"], ["logits"], name="head")]
+    inits = [_weight("table", table), _weight("head", head),
+             onnx.numpy_helper.from_array(np.array([2], dtype=np.int64), "last_axis"),
+             onnx.numpy_helper.from_array(np.array([1], dtype=np.int64), "sequence_axis")]
+    graph = helper.make_graph(nodes, "text_classifier", inputs, [out], inits)
+    return save(graph, path), table, head
+
+
 def word_tokenizer(path: Path) -> Path:
     """A whitespace word-level ``tokenizer.json`` over ``VOCAB`` (no special tokens added)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
