@@ -13,7 +13,7 @@ architecture, installed with `--no-deps`. The handler loads `onnxruntime/capi/li
 through ctypes (handler/ort/capi.py) and nothing else of the wheel: its Python binding, Python
 files and offline tools are pruned, and numpy (which only the binding needs) is not installed.
 `--extra` adds a pipeline's own needs by file name in layers/: `requirements-text.txt`
-(tokenizers, for text-embedding), `requirements-numpy.txt` (a user pipeline that imports numpy).
+(tokenizers, for text models), `requirements-numpy.txt` (a user pipeline that imports numpy).
 Standard library only, so `sam build` can run it with any Python 3.
 """
 

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'set' if changed else 'already set'}: models/{name} is what "
           "`sam build && sam deploy` ships")
     if needs_text_requirements(args.root, name):
-        print("note: this model's pipeline is text-embedding: add `EXTRA_REQUIREMENTS: "
+        print("note: this model takes text (its tokenizer needs the tokenizers package): add "
+              "`EXTRA_REQUIREMENTS: "
               f"requirements-text.txt` beside `MODEL: {name}` under DockerBuildArgs in "
-              f"{TEMPLATE} (the tokenizers package)", file=sys.stderr)
+              f"{TEMPLATE}", file=sys.stderr)
     return 0

@@ -45,14 +45,18 @@ class DeployConfigError(Exception):
 
 
 def needs_text_requirements(root: Path, name: str) -> bool:
-    """Model NAME's pipeline is text-embedding but the image does not install tokenizers."""
+    """Model NAME takes text (the text-embedding pipeline, or a classifier that ships its
+    tokenizer) but the image does not install tokenizers."""
     try:
         manifest = json.loads((root / "models" / name / "model.json").read_text())
         pipeline = manifest.get("pipeline")
+        tokenizer = (manifest.get("pipeline_options") or {}).get("tokenizer", "tokenizer.json")
+        text = pipeline == "text-embedding" or (
+            pipeline == "classifier" and tokenizer in (manifest.get("files") or {}))
     except (OSError, ValueError, AttributeError):
         return False
     build_args = _get(parse_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])
-    return pipeline == "text-embedding" and "EXTRA_REQUIREMENTS" not in build_args
+    return text and "EXTRA_REQUIREMENTS" not in build_args
 
 
 def model_name(root: Path, model: Path) -> str:

@@ -143,10 +143,18 @@ def test_the_command(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "model.json missing" in capsys.readouterr().err
 
 
-def test_a_text_embedding_model_gets_the_requirements_reminder(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (project / "models" / "detector-v2" / "model.json").write_text(
-        '{"pipeline": "text-embedding"}')
+@pytest.mark.parametrize(("manifest", "reminded"), [
+    ('{"pipeline": "text-embedding"}', True),
+    ('{"pipeline": "classifier", "files": {"tokenizer.json": "x"}}', True),
+    ('{"pipeline": "classifier", "pipeline_options": {"tokenizer": "tokenizer.base.json"}, '
+     '"files": {"tokenizer.base.json": "x", "vocab.txt": "y"}}', True),
+    ('{"pipeline": "classifier", "files": {"model.onnx": "x"}}', False),
+])
+def test_a_model_that_takes_text_gets_the_requirements_reminder(
+        project: Path, capsys: pytest.CaptureFixture[str], manifest: str,
+        reminded: bool) -> None:
+    """text-embedding, or a classifier that ships its tokenizer (a text classifier)."""
+    (project / "models" / "detector-v2" / "model.json").write_text(manifest)
     assert cli.main(["deploy-config", str(project / "models" / "detector-v2"),
                      "--root", str(project)]) == 0
-    assert "EXTRA_REQUIREMENTS: requirements-text.txt" in capsys.readouterr().err
+    assert ("EXTRA_REQUIREMENTS: requirements-text.txt" in capsys.readouterr().err) is reminded
