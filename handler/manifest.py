@@ -107,6 +107,9 @@ class Manifest(NamedTuple):
             del data["gpu"]
         return data
 
+    def takes_text(self) -> bool:
+        return takes_text(self.pipeline, self.pipeline_options, self.files)
+
     # Folders as str or os.PathLike: pathlib stays off the cold path (see handler.artifact).
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> Manifest:
@@ -118,3 +121,10 @@ class Manifest(NamedTuple):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(self.to_dict(), indent=2) + "\n")
         return path
+
+
+def takes_text(pipeline: str, options: dict[str, Any], files: dict[str, str]) -> bool:
+    """Whether a model answers sentences: the text-embedding pipeline, or a classifier that
+    ships its tokenizer (``handler.pipelines.text_inputs``)."""
+    return pipeline == "text-embedding" or (
+        pipeline == "classifier" and options.get("tokenizer", "tokenizer.json") in files)

@@ -1,6 +1,7 @@
 """A copy-paste ``curl`` for a model folder's example (what ``scripts/run`` prints).
 
-An inline example is posted as simple JSON to ``/predict``; an ``example_file`` is written to a
+A text model (``Manifest.takes_text``) gets its example sentences, else two of ours, as simple
+JSON to ``/predict``. An inline example is posted the same way; an ``example_file`` is written to a
 request file under the temporary folder and posted as ``.npy`` (one input) or as an Open
 Inference Protocol V2 binary request (several inputs) to ``/v2/models/NAME/infer``.
 
@@ -19,11 +20,17 @@ import numpy as np
 from handler.manifest import Manifest
 from onnx_lambda.client.wire import HEADER_LENGTH, npy_bytes, v2_request
 
+SENTENCES = ["A quick test of the endpoint.", "Serverless inference, measured."]
+
 
 def curl(folder: Path, url: str) -> str:
     manifest = Manifest.load(folder)
-    if manifest.example_file is None:
-        body = json.dumps({"inputs": manifest.example}, separators=(",", ":"))
+    text = manifest.takes_text()
+    if text or manifest.example_file is None:
+        example = manifest.example
+        if text and not _sentences(example):  # the build's example was token ids
+            example = SENTENCES
+        body = json.dumps({"inputs": example}, separators=(",", ":"))
         return f"curl -si {url}/predict -H 'content-type: application/json' -d '{body}'"
     with np.load(folder / manifest.example_file, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
@@ -39,6 +46,11 @@ def curl(folder: Path, url: str) -> str:
             f"-H 'content-type: {headers['content-type']}' "
             f"-H '{HEADER_LENGTH}: {headers[HEADER_LENGTH]}' "
             f"--data-binary @{target.with_suffix('.bin')}")
+
+
+def _sentences(example: object) -> bool:
+    return isinstance(example, str) or (isinstance(example, list) and bool(example) and all(
+        isinstance(item, str) for item in example))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from handler.manifest import takes_text
 from onnx_lambda.emulator.intrinsics import parse_yaml
 
 TEMPLATE = "template.yaml"
@@ -49,10 +50,8 @@ def needs_text_requirements(root: Path, name: str) -> bool:
     tokenizer) but the image does not install tokenizers."""
     try:
         manifest = json.loads((root / "models" / name / "model.json").read_text())
-        pipeline = manifest.get("pipeline")
-        tokenizer = (manifest.get("pipeline_options") or {}).get("tokenizer", "tokenizer.json")
-        text = pipeline == "text-embedding" or (
-            pipeline == "classifier" and tokenizer in (manifest.get("files") or {}))
+        text = takes_text(manifest.get("pipeline"), manifest.get("pipeline_options") or {},
+                          manifest.get("files") or {})
     except (OSError, ValueError, AttributeError):
         return False
     build_args = _get(parse_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])

@@ -56,3 +56,25 @@ def test_the_printed_curl_is_answered(tmp_path: Path, model: Callable[[Path], Pa
     assert "@" not in command or f"@{tmp_path}" in command
     status, body = replay(command, make_service(out))
     assert status == 200, body
+
+
+@pytest.mark.parametrize("pipeline", ["classifier", "text-embedding"])
+def test_a_text_model_gets_sentences(tmp_path: Path, pipeline: str,
+                                     make_service: Callable[..., Any]) -> None:
+    """A text classifier or a text-embedding model: the curl posts sentences, not token ids."""
+    from tests.support import build_models
+
+    if pipeline == "classifier":
+        source, _, _ = build_models.text_classifier(tmp_path / "source.onnx")
+    else:
+        source, _ = build_models.token_embeddings(tmp_path / "source.onnx")
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "m"
+    assert main(["build-model", str(source), "-o", str(out), "--pipeline", pipeline,
+                 "--file", str(tokenizer)]) == 0
+    command = curl(out, "http://host")
+    assert command.startswith("curl -si http://host/predict ")
+    assert '"inputs":["' in command  # sentences
+    status, body = replay(command, make_service(out))
+    assert status == 200, body
+    assert len(body["predictions" if pipeline == "classifier" else "embeddings"]) == 2
