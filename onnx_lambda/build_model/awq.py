@@ -9,10 +9,11 @@ a product X·W and input channel j, ``s_j = mean|X_j|^alpha`` (normalised so tha
 output error ``||X·(Q(diag(s)·W) / s) − X·W||²`` on the calibration activations, with Q the
 same round-to-nearest block quantizer the method then applies (``quantize``, which mirrors
 onnxruntime's ``MatMulNBits`` RTN blocks along K); alpha 0 (no scaling, plain RTN) is on the
-grid, so on its calibration data AWQ is never worse than RTN. The scaled graph is written
-through ``smooth.rescale`` (1/s folded into a layer norm or an Attention's V where exact, else
-a ``Mul``); onnxruntime's RTN then quantizes it. The clipping search of the AWQ paper is not
-done: its scale search is most of the gain it reports.
+grid. Then, as the paper does, each block's range is clipped (shrunk to 1, 0.95, ..., 0.5 of its
+min/max, per block and column) where that rounds the scaled product better on the calibration
+rows: the weight is clipped, so the quantizer's own min/max is the shrunk range. The scaled
+graph is written through ``smooth.rescale`` (1/s folded into a layer norm or an Attention's V
+where exact, else a ``Mul``); onnxruntime's RTN then quantizes it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from onnx_lambda.build_model.gate import Feeds
 
 GRID = tuple(i / 20 for i in range(20))  # alpha 0, 0.05, ..., 0.95, as the AWQ paper's search
+CLIPS = tuple(1 - i / 20 for i in range(11))  # range shrinks 1, 0.95, ..., 0.5, as the paper's
+CLIP_ROWS = 256  # activation rows the clipping search scores on (it keeps [rows, blocks, N])
 BITS = 4
 
 
@@ -41,46 +44,94 @@ class Awq:
     mul_nodes: int
     folded: dict[str, int]
     alphas: list[float]  # the alpha chosen for each input tensor, in graph order
-    error_ratio: float  # the chosen scales' calibration error ÷ plain RTN's (≤ 1)
+    error_ratio: float  # the output error with the chosen scales and clipping ÷ plain RTN's
+    clipped: float  # share of (block, column) ranges the clipping search shrank
     calibration_samples: int
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "mul_nodes": self.mul_nodes, "folded": self.folded,
                 "alphas": self.alphas, "error_ratio": round(self.error_ratio, 4),
+                "clipped": round(self.clipped, 4),
                 "calibration_samples": self.calibration_samples}
 
 
 def scale(source: Path, target: Path, names: Sequence[str], calibration: Sequence[Feeds],
           block_size: int, symmetric: bool) -> Awq:
-    """Write ``source`` into ``target`` with AWQ's searched scales on the MatMuls ``names``."""
+    """Write ``source`` into ``target`` with AWQ's searched scales and clipping on the MatMuls
+    ``names``."""
     alphas: list[float] = []
-    errors: list[tuple[float, float]] = []  # (chosen, alpha 0) per input tensor
+    plain: list[float] = []  # each weight's output error under plain RTN
+    final: list[float] = []  # and with the chosen scale and clipping
+    clipped: list[float] = []  # each weight's share of (block, column) ranges clipped
 
     def search(activations: smooth.Activations, arrays: list[np.ndarray]) -> np.ndarray:
         x = activations.rows.astype(np.float64)
         exact = [x @ w for w in arrays]
         live = activations.means > smooth._TINY
         best: tuple[float, float, np.ndarray] | None = None
-        plain = 0.0
         for alpha in GRID:
             s = np.ones_like(activations.means)
             s[live] = activations.means[live] ** alpha
             s /= np.sqrt(s.max() * s.min())
-            error = sum(float(np.square(x @ (quantize(w * s[:, None], block_size, symmetric)
-                                             / s[:, None]) - want).sum())
-                        for w, want in zip(arrays, exact, strict=True))
-            plain = error if alpha == 0 else plain
-            if best is None or error < best[0]:
-                best = (error, alpha, s)
+            errors = [_error(x, quantize(w * s[:, None], block_size, symmetric) / s[:, None],
+                             want) for w, want in zip(arrays, exact, strict=True)]
+            if alpha == 0:
+                plain.extend(errors)
+            if best is None or sum(errors) < best[0]:
+                best = (sum(errors), alpha, s)
         assert best is not None
         alphas.append(best[1])
-        errors.append((best[0], plain))
         return best[2]
 
-    done = smooth.rescale(source, target, names, calibration, search)
-    chosen, plain = (sum(e[i] for e in errors) for i in (0, 1))
+    def clip(weight: np.ndarray, activations: smooth.Activations, s: np.ndarray) -> np.ndarray:
+        x = activations.rows.astype(np.float64)
+        chosen, share = clip_ranges(weight, x[:CLIP_ROWS] / s, block_size, symmetric)
+        clipped.append(share)
+        final.append(_error(x, quantize(chosen, block_size, symmetric) / s[:, None],
+                            x @ (weight / s[:, None])))
+        return chosen
+
+    done = smooth.rescale(source, target, names, calibration, search, clip)
     return Awq(done.nodes, done.mul_nodes, done.folded, alphas,
-               chosen / plain if plain else 1.0, len(calibration))
+               sum(final) / sum(plain) if sum(plain) else 1.0,
+               float(np.mean(clipped)) if clipped else 0.0, len(calibration))
+
+
+def clip_ranges(weight: np.ndarray, x: np.ndarray, block_size: int, symmetric: bool
+                ) -> tuple[np.ndarray, float]:
+    """AWQ's clipping search: for every block and column of ``weight`` [K, N], the range
+    shrink in ``CLIPS`` whose rounding costs ``x``·W the least (``x``: activation rows [R, K]),
+    the weight clipped to it (so the quantizer's min/max is the shrunk range), and the share of
+    (block, column) ranges that shrank."""
+    rows, columns = weight.shape
+    padded = -(-rows // block_size) * block_size
+    w = np.zeros((padded, columns))
+    w[:rows] = weight
+    xs = np.zeros((x.shape[0], padded))
+    xs[:, :rows] = x
+    blocks = w.reshape(-1, block_size, columns)
+    xb = xs.reshape(x.shape[0], -1, block_size)
+    low = np.minimum(blocks.min(axis=1), 0.0)[:, None, :]
+    high = np.maximum(blocks.max(axis=1), 0.0)[:, None, :]
+    if symmetric:
+        high = np.maximum(-low, high)
+        low = -high
+    best_error = np.full((blocks.shape[0], columns), np.inf)
+    best = blocks.copy()
+    for ratio in CLIPS:
+        candidate = np.clip(blocks, low * ratio, high * ratio)
+        rounded = quantize(candidate.reshape(padded, columns), block_size, symmetric)
+        difference = rounded.reshape(blocks.shape) - blocks
+        error = np.square(np.einsum("rkb,kbn->rkn", xb, difference)).sum(axis=0)
+        better = error < best_error
+        best_error = np.where(better, error, best_error)
+        best = np.where(better[:, None, :], candidate, best)
+    shrunk = float(np.mean(np.any(best != blocks, axis=1)))
+    return best.reshape(padded, columns)[:rows], shrunk
+
+
+def _error(x: np.ndarray, effective: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.square(x @ effective - exact).sum())
 
 
 def quantize(weight: np.ndarray, block_size: int, symmetric: bool) -> np.ndarray:

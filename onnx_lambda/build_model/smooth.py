@@ -86,11 +86,14 @@ ROWS = 1024  # activation rows kept per tensor for a search (AWQ's)
 
 
 def rescale(source: Path, target: Path, names: Sequence[str], calibration: Sequence[Feeds],
-            scale_of: Callable[[Activations, list[np.ndarray]], np.ndarray]) -> Rescaled:
+            scale_of: Callable[[Activations, list[np.ndarray]], np.ndarray],
+            adjust: Callable[[np.ndarray, Activations, np.ndarray], np.ndarray] | None = None
+            ) -> Rescaled:
     """Write ``source`` into ``target`` with, for each input tensor X of the nodes ``names``
     that are MatMul / Attention with a constant 2-D float weight, ``s = scale_of(X's
-    statistics, the weights of the products reading X)``: each weight's rows times s, and X / s
-    folded into X's producer where exact, else a ``Mul``."""
+    statistics, the weights of the products reading X)``: each weight's rows times s (then
+    ``adjust(that weight, X's statistics, s)`` when given), and X / s folded into X's producer
+    where exact, else a ``Mul``."""
     model = onnx.load(str(source))
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
@@ -114,7 +117,10 @@ def rescale(source: Path, target: Path, names: Sequence[str], calibration: Seque
             continue  # the product contracts another axis than the last: not a plain X·W
         scale = scale_of(stats[tensor], arrays)
         for node, array in zip(readers, arrays, strict=True):
-            _store(weights[node.input[1]], array * scale[:, np.newaxis])
+            scaled_weight = array * scale[:, np.newaxis]
+            if adjust is not None:
+                scaled_weight = adjust(scaled_weight, stats[tensor], scale)
+            _store(weights[node.input[1]], scaled_weight)
         scaled += len(readers)
         maker = producer.get(tensor)
         whole = uses[tensor] == len(readers)  # the tensor feeds these products only

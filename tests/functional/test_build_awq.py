@@ -50,6 +50,28 @@ def test_the_search_quantizes_as_onnxruntimes_rtn_blocks(tmp_path: Path, symmetr
                                atol=1e-6)
 
 
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_clipping_shrinks_a_range_an_outlier_weight_stretches(symmetric: bool) -> None:
+    """A large weight whose input is nearly silent stretches its block's range for nothing:
+    the clipping search shrinks that range (clipping only toward zero), and the block's other
+    weights round finer, lowering the output error on the activation rows."""
+    rng = np.random.default_rng(2)
+    weight = rng.standard_normal((64, 8))
+    weight[5] = 12.0
+    x = rng.standard_normal((256, 64))
+    x[:, 5] *= 0.01
+
+    def error(w: np.ndarray) -> float:
+        return float(np.square(x @ (awq.quantize(w, 32, symmetric) - weight)).sum())
+
+    clipped, share = awq.clip_ranges(weight, x, 32, symmetric)
+    assert np.all(np.abs(clipped) <= np.abs(weight) + 1e-12)
+    assert np.all(np.sign(clipped) * np.sign(weight) >= 0)
+    assert 0 < share <= 1 and error(clipped) < 0.8 * error(weight)
+    same, none = awq.clip_ranges(weight, np.zeros_like(x), 32, symmetric)
+    assert none == 0 and np.array_equal(same, weight)  # nothing to gain: nothing clipped
+
+
 def _cosines(path: Path, reference: Path, x: np.ndarray) -> np.ndarray:
     def run(model: Path) -> np.ndarray:
         session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
@@ -80,6 +102,7 @@ def test_awq_keeps_the_salient_channels_that_plain_int4_loses(tmp_path: Path) ->
     assert report["folded"] == {"LayerNormalization": 1}
     assert len(report["alphas"]) == 3 and all(a in awq.GRID for a in report["alphas"])
     assert 0 < report["error_ratio"] < 0.5  # far below RTN's error on the calibration rows
+    assert 0 <= report["clipped"] <= 1
     assert report["calibration_samples"] == quantization["calibration_samples"] > 0
     ops = Counter(n.op_type for n in onnx.load(str(tmp_path / "awq" / "model.onnx")).graph.node)
     assert ops["MatMulNBits"] == 3 and ops["MatMul"] == 0 and ops["Mul"] == 2
