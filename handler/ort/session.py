@@ -77,8 +77,14 @@ class Session:
             *(o.name.encode() for o in self.outputs))
         # (name, element type) per output; "" for sequences and maps (typed at run time)
         self._output_kinds = tuple((o.name, o.dtype) for o in self.outputs)
-        self._feed_names: dict[tuple[str, ...], Any] = {}
-        self._shapes: dict[tuple[int, ...], Any] = {}
+        self._output_count = c_size_t(len(self.outputs))
+        # ctypes' cheapest arguments, made once: a pointer as a plain int (the address of an
+        # array this session keeps), an integer as an instance of its exact C type. An array
+        # object or a Python int for a size_t costs an isinstance test that fails through the
+        # metaclass (together a third of a run's marshalling).
+        self._output_names_at = addressof(self._output_names)
+        self._feed_names: dict[tuple[str, ...], tuple[Any, int, c_size_t]] = {}
+        self._layouts: dict[tuple[tuple[int, ...], str], _Layout] = {}
         self._scratch: list[_Scratch] = []
 
     def close(self) -> None:
@@ -162,29 +168,35 @@ class Session:
         api = self.api
         count = len(feeds)
         key = tuple(feeds)
-        names = self._feed_names.get(key)
-        if names is None:
+        found = self._feed_names.get(key)
+        if found is None:
             names = (c_char_p * count)(*(n.encode() for n in feeds))
+            found = (names, addressof(names), c_size_t(count))  # (the array kept alive here)
             if len(self._feed_names) < 8:  # a client's own key orders: bounded
-                self._feed_names[key] = names
+                self._feed_names[key] = found
+        _, names_at, feed_count = found
         scratch = self._scratch.pop() if self._scratch else _Scratch(self._output_kinds)
         values = scratch.values if count <= len(scratch.values) else (c_void_p * count)()
+        values_at = scratch.values_at if values is scratch.values else addressof(values)
         outputs = scratch.outputs
         pins: list[Any] = []
         try:
             for i, value in enumerate(feeds.values()):
                 values[i] = self._ort_value(value if value.__class__ is Tensor
                                             else as_tensor(value), pins, scratch)
-            status = api.Run(self._session, None, names, values, count, self._output_names,
-                             len(outputs), outputs)
+            status = api.Run(self._session, None, names_at, values_at, feed_count,
+                             self._output_names_at, self._output_count, scratch.outputs_at)
             if status:
                 api.check(status)
             return {name: self._tensor(outputs[i], dtype, scratch) if dtype
                     else self._to_python(outputs[i])
                     for i, (name, dtype) in enumerate(self._output_kinds)}
         finally:
-            for array in (values, outputs):
-                for i, value in enumerate(array):
+            # by index: iterating a ctypes array goes through the sequence protocol's Python
+            # slot, several times the cost of a subscript
+            for array, used in ((values, count), (outputs, len(outputs))):
+                for i in range(used):
+                    value = array[i]
                     if value:
                         api.ReleaseValue(value)
                         array[i] = None  # Run writes into an output slot that is not NULL
@@ -193,17 +205,13 @@ class Session:
             self._scratch.append(scratch)
 
     def _ort_value(self, tensor: Tensor, pins: list[Any], scratch: _Scratch) -> int:
-        api, rank = self.api, len(tensor.shape)
-        shape = self._shapes.get(tensor.shape)
-        if shape is None:
-            shape = (c_int64 * rank)(*tensor.shape)  # ORT copies it: one per shape will do
-            if len(self._shapes) < 64:
-                self._shapes[tensor.shape] = shape
-        element, _, itemsize = DTYPES[tensor.dtype]
+        api = self.api
+        key = (tensor.shape, tensor.dtype)
+        layout = self._layouts.get(key) or self._layout(key)
         if tensor.dtype == "string":
             out = c_void_p()
-            api.check(api.CreateTensorAsOrtValue(api.allocator, shape, rank, element,
-                                                 byref(out)))
+            api.check(api.CreateTensorAsOrtValue(api.allocator, layout.shape, layout.rank,
+                                                 layout.element, byref(out)))
             strings = (c_char_p * len(tensor.data))(*(s.encode() for s in tensor.data))
             try:
                 api.check(api.FillStringTensor(out, strings, len(tensor.data)))
@@ -218,17 +226,29 @@ class Session:
             pin = _Pinned(data)
             pins.append(pin)
             address, length = pin.address, pin.length
-        expected = itemsize
-        for dim in tensor.shape:
-            expected *= dim
-        if length != expected:
-            raise capi.OrtError(f"{tensor.dtype}{list(tensor.shape)} needs {expected} bytes, "
-                                f"the buffer has {length}", 2)
-        status = api.CreateTensorWithDataAsOrtValue(api.cpu_memory, address, length, shape,
-                                                    rank, element, scratch.pointer_at)
+        if length != layout.nbytes:
+            raise capi.OrtError(f"{tensor.dtype}{list(tensor.shape)} needs {layout.nbytes} "
+                                f"bytes, the buffer has {length}", 2)
+        status = api.CreateTensorWithDataAsOrtValue(api.cpu_memory, address, layout.length,
+                                                    layout.shape_at, layout.rank,
+                                                    layout.element, scratch.pointer_at)
         if status:
             api.check(status)
         return scratch.pointer.value
+
+    def _layout(self, key: tuple[tuple[int, ...], str]) -> _Layout:
+        """An input's C arguments for its (shape, dtype), made once (ORT copies the shape)."""
+        shape, dtype = key
+        element, _, itemsize = DTYPES[dtype]
+        nbytes = itemsize
+        for dim in shape:
+            nbytes *= dim
+        dims = (c_int64 * len(shape))(*shape)
+        layout = _Layout(dims, addressof(dims), c_size_t(len(shape)), c_int(element),
+                         c_size_t(nbytes), nbytes)
+        if len(self._layouts) < 64:  # a client's own shapes: bounded
+            self._layouts[key] = layout
+        return layout
 
     def _to_python(self, value: int) -> Any:
         """An output ``OrtValue`` → ``Tensor`` (tensors) or lists/dicts (sequences, maps)."""
@@ -257,7 +277,9 @@ class Session:
                 scratch: _Scratch | None = None) -> Tensor:
         """A tensor ``OrtValue`` → ``Tensor`` (one copy); ``dtype`` when the signature knows it."""
         api, scratch = self.api, scratch or _Scratch(())
-        api.check(api.GetTensorTypeAndShape(value, scratch.pointer_at))
+        # (a status is checked only when there is one: api.check is a Python call per request)
+        if status := api.GetTensorTypeAndShape(value, scratch.pointer_at):
+            api.check(status)
         info = scratch.pointer.value
         try:
             if dtype is None:
@@ -268,10 +290,13 @@ class Session:
                     raise capi.OrtError(f"output element type "
                                         f"{_ONNX_NAMES.get(element.value, element.value)} is "
                                         "not supported", 9)
-            api.check(api.GetDimensionsCount(info, scratch.size_at))
+            if status := api.GetDimensionsCount(info, scratch.size_at):
+                api.check(status)
             rank = scratch.size.value
             dims = scratch.dims if rank <= _Scratch.RANK else (c_int64 * rank)()
-            api.check(api.GetDimensions(info, dims, rank))
+            # (the c_size_t itself, which ctypes takes without a test)
+            if status := api.GetDimensions(info, dims, scratch.size):
+                api.check(status)
         finally:
             api.ReleaseTensorTypeAndShapeInfo(info)
         shape = tuple(dims[:rank])
@@ -280,7 +305,8 @@ class Session:
             size *= dim
         if dtype == "string":
             return Tensor(dtype, shape, self._strings(value, size))
-        api.check(api.GetTensorMutableData(value, scratch.pointer_at))
+        if status := api.GetTensorMutableData(value, scratch.pointer_at):
+            api.check(status)
         nbytes = size * DTYPES[dtype][2]
         return Tensor(dtype, shape, string_at(scratch.pointer.value, nbytes) if nbytes else b"")
 
@@ -298,6 +324,15 @@ class Session:
                      for start, end in zip(offsets, ends, strict=True))
 
 
+class _Layout(NamedTuple):
+    shape: Any  # c_int64 array
+    shape_at: int  # its address
+    rank: c_size_t
+    element: c_int  # ONNXTensorElementDataType
+    length: c_size_t  # the data's bytes
+    nbytes: int
+
+
 class _Scratch:
     """One run's input and output slots and out-parameters, reused by the next run (a
     session keeps a free list: concurrent runs each take their own). Out-parameters go to C
@@ -305,11 +340,13 @@ class _Scratch:
 
     RANK = 8  # dims buffer; a deeper output gets its own array
 
-    __slots__ = ("dims", "outputs", "pointer", "pointer_at", "size", "size_at", "values")
+    __slots__ = ("dims", "outputs", "outputs_at", "pointer", "pointer_at", "size", "size_at",
+                 "values", "values_at")
 
     def __init__(self, output_kinds: tuple[tuple[str, str], ...]) -> None:
         self.values = (c_void_p * 4)()
         self.outputs = (c_void_p * len(output_kinds))()
+        self.values_at, self.outputs_at = addressof(self.values), addressof(self.outputs)
         self.pointer, self.size = c_void_p(), c_size_t()
         self.pointer_at, self.size_at = addressof(self.pointer), addressof(self.size)
         self.dims = (c_int64 * self.RANK)()
