@@ -26,9 +26,11 @@ from handler.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 FILENAME = "model.json"
+DEFAULT_TOKENIZER = "tokenizer.json"  # a text model's ``tokenizer`` option when none is named
 MODEL_SUFFIXES = (".onnx", ".ort")  # what a model file is named (a bare one, or in a folder)
 FORMAT_VERSION = 1
 
@@ -123,8 +125,13 @@ class Manifest(NamedTuple):
         return path
 
 
-def takes_text(pipeline: str, options: dict[str, Any], files: dict[str, str]) -> bool:
+def tokenizer_file(options: Mapping[str, Any]) -> str:
+    """A text model's tokenizer file: its ``tokenizer`` pipeline option, else the default."""
+    return options.get("tokenizer", DEFAULT_TOKENIZER)
+
+
+def takes_text(pipeline: str, options: Mapping[str, Any], files: Mapping[str, str]) -> bool:
     """Whether a model answers sentences: the text-embedding pipeline, or a classifier that
     ships its tokenizer (``handler.pipelines.text_inputs``)."""
     return pipeline == "text-embedding" or (
-        pipeline == "classifier" and options.get("tokenizer", "tokenizer.json") in files)
+        pipeline == "classifier" and tokenizer_file(options) in files)

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from handler import strict_json
 from handler.errors import InferenceError, InvalidInputError, ModelLoadError
+from handler.manifest import tokenizer_file
 from handler.model import Model
 from handler.ort import float_text
 from handler.pipelines.tensor import TensorPipeline
@@ -180,9 +181,8 @@ def top_k(row: Sequence[float], k: int) -> list[tuple[int, float]]:
 
 def _text_inputs(model: Model, options: Mapping[str, Any]) -> Any:
     """The tokenizer's feeds when the model takes token ids and its tokenizer file is there."""
-    tokenizer = options.get("tokenizer", "tokenizer.json")
     if "input_ids" not in model.input_by_name or not os.path.isfile(
-            model.artifact.file(tokenizer)):
+            model.artifact.file(tokenizer_file(options))):
         return None
     from handler.pipelines.text_inputs import TextInputs  # text classifiers only
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from handler.errors import InvalidInputError, ModelLoadError
+from handler.manifest import tokenizer_file
 from handler.model import Model
 from handler.ort.tensor import Tensor, from_values
 
@@ -31,7 +32,7 @@ class TextInputs:
         from handler.pipelines import tokenizer_files
 
         self.model = model
-        path = model.artifact.file(options.get("tokenizer", tokenizer_files.DEFAULT_FILE))
+        path = model.artifact.file(tokenizer_file(options))
         vocabulary = options.get("vocabulary")
         try:
             self.tokenizer = tokenizer_files.load(

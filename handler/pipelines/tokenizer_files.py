@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 EXTENSION = "tokenizers.tokenizers"
-DEFAULT_FILE = "tokenizer.json"  # the ``tokenizer`` pipeline option when the manifest names none
 
 
 def tokenizers_module() -> Any:

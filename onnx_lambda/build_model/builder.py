@@ -25,8 +25,7 @@ import onnx
 import onnxruntime as ort
 from rich.console import Console
 
-from handler.manifest import Manifest
-from handler.pipelines import tokenizer_files
+from handler.manifest import Manifest, takes_text, tokenizer_file
 from onnx_lambda.build_model import (
     example,
     gpu,
@@ -194,8 +193,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
-        tokenizer = pipeline_options.get("tokenizer", tokenizer_files.DEFAULT_FILE)
-        if (spec.pipeline in ("text-embedding", "classifier") and tokenizer in spec.files
+        tokenizer = tokenizer_file(pipeline_options)
+        if (takes_text(spec.pipeline, pipeline_options, spec.files) and tokenizer in spec.files
                 and "vocabulary" not in pipeline_options):
             named = tokenizer_split.split(staging / tokenizer, staging)
             if named is not None:  # the same tokens, a third of the tokenizer's load cost

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from handler.pipelines import tokenizer_files
+from handler.manifest import tokenizer_file
 from handler.pipelines.classifier import are_probabilities
 from onnx_lambda.build_model.gate import Comparable, Feeds
 
@@ -303,8 +303,7 @@ def for_pipeline(model: onnx.ModelProto, pipeline: str, options: Mapping[str, An
              if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.ndim in (1, 2)), None)
         return classifier(model, options, sample_outputs.get(name) if name else None)
     if pipeline == "text-embedding":
-        return text_embedding(model, options, _pad_id(files.get(options.get(
-            "tokenizer", tokenizer_files.DEFAULT_FILE))))
+        return text_embedding(model, options, _pad_id(files.get(tokenizer_file(options))))
     return None
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handler.manifest import Manifest
+from handler.manifest import Manifest, tokenizer_file
 from handler.pipelines import tokenizer_files
 from onnx_lambda.build_model import output
 
@@ -108,9 +108,9 @@ def convert(folder: Path) -> bool:
     """Split the tokenizer of an artifact built before (its manifest updated); whether it did."""
     manifest = Manifest.load(folder)
     options = dict(manifest.pipeline_options)
-    if manifest.pipeline != "text-embedding" or "vocabulary" in options:
+    if not manifest.takes_text() or "vocabulary" in options:
         return False
-    named = split(folder / options.get("tokenizer", tokenizer_files.DEFAULT_FILE), folder)
+    named = split(folder / tokenizer_file(options), folder)
     if named is None:
         return False
     files = {**manifest.files, **{name: output.sha256(folder / name) for name in named.values()}}
