@@ -103,31 +103,23 @@ def clip_ranges(weight: np.ndarray, x: np.ndarray, block_size: int, symmetric: b
     shrink in ``CLIPS`` whose rounding costs ``x``·W the least (``x``: activation rows [R, K]),
     the weight clipped to it (so the quantizer's min/max is the shrunk range), and the share of
     (block, column) ranges that shrank."""
-    rows, columns = weight.shape
-    padded = -(-rows // block_size) * block_size
-    w = np.zeros((padded, columns))
-    w[:rows] = weight
-    xs = np.zeros((x.shape[0], padded))
-    xs[:, :rows] = x
-    blocks = w.reshape(-1, block_size, columns)
-    xb = xs.reshape(x.shape[0], -1, block_size)
-    low = np.minimum(blocks.min(axis=1), 0.0)[:, None, :]
-    high = np.maximum(blocks.max(axis=1), 0.0)[:, None, :]
+    blocks = _blocks(weight, block_size)
+    xb = _blocks(x.T, block_size).transpose(2, 0, 1)  # [R, blocks, block_size]
+    low, high = _range(blocks)
     if symmetric:
         high = np.maximum(-low, high)
         low = -high
-    best_error = np.full((blocks.shape[0], columns), np.inf)
-    best = blocks.copy()
+    best_error = np.full(low.shape, np.inf)
+    best = blocks
     for ratio in CLIPS:
-        candidate = np.clip(blocks, low * ratio, high * ratio)
-        rounded = quantize(candidate.reshape(padded, columns), block_size, symmetric)
-        difference = rounded.reshape(blocks.shape) - blocks
+        candidate = np.clip(blocks, low[:, None, :] * ratio, high[:, None, :] * ratio)
+        difference = _round(candidate, symmetric) - blocks
         error = np.square(np.einsum("rkb,kbn->rkn", xb, difference)).sum(axis=0)
         better = error < best_error
         best_error = np.where(better, error, best_error)
         best = np.where(better[:, None, :], candidate, best)
     shrunk = float(np.mean(np.any(best != blocks, axis=1)))
-    return best.reshape(padded, columns)[:rows], shrunk
+    return best.reshape(-1, weight.shape[1])[:weight.shape[0]], shrunk
 
 
 def _error(x: np.ndarray, effective: np.ndarray, exact: np.ndarray) -> float:
@@ -139,11 +131,26 @@ def quantize(weight: np.ndarray, block_size: int, symmetric: bool) -> np.ndarray
     to floats: what onnxruntime's ``MatMulNBits`` RTN quantizer stores (per block and column:
     asymmetric over [min(w, 0), max(w, 0)] with a zero point in 0..15; symmetric with the
     largest-magnitude value mapped to -8)."""
+    rounded = _round(_blocks(weight, block_size), symmetric)
+    return rounded.reshape(-1, weight.shape[1])[:weight.shape[0]]
+
+
+def _blocks(weight: np.ndarray, block_size: int) -> np.ndarray:
+    """[K, N] → [blocks, block_size, N] in float64, K zero-padded to whole blocks (as
+    ``MatMulNBits`` pads it)."""
     rows, columns = weight.shape
-    padded = -(-rows // block_size) * block_size
-    w = np.zeros((padded, columns), np.float64)
-    w[:rows] = weight
-    blocks = w.reshape(-1, block_size, columns)
+    padded = np.zeros((-(-rows // block_size) * block_size, columns))
+    padded[:rows] = weight
+    return padded.reshape(-1, block_size, columns)
+
+
+def _range(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each block's and column's [min(w, 0), max(w, 0)]: the asymmetric quantizer's range."""
+    return np.minimum(blocks.min(axis=1), 0.0), np.maximum(blocks.max(axis=1), 0.0)
+
+
+def _round(blocks: np.ndarray, symmetric: bool) -> np.ndarray:
+    """``_blocks``' output through the 4-bit quantizer and back (``quantize``)."""
     levels = (1 << BITS) - 1
     if symmetric:
         index = np.abs(blocks).argmax(axis=1)
@@ -152,10 +159,9 @@ def quantize(weight: np.ndarray, block_size: int, symmetric: bool) -> np.ndarray
         step[step == 0] = 1.0
         zero = np.full_like(step, 1 << (BITS - 1))
     else:
-        low = np.minimum(blocks.min(axis=1), 0.0)
-        high = np.maximum(blocks.max(axis=1), 0.0)
+        low, high = _range(blocks)
         step = (high - low) / levels
         step[step == 0] = 1.0
         zero = np.clip(np.round(-low / step), 0, levels)
     codes = np.clip(np.round(blocks / step[:, None, :]) + zero[:, None, :], 0, levels)
-    return ((codes - zero[:, None, :]) * step[:, None, :]).reshape(padded, columns)[:rows]
+    return (codes - zero[:, None, :]) * step[:, None, :]
