@@ -92,7 +92,7 @@ class TextEmbeddingPipeline(Pipeline):
             if self.normalize:
                 vectors = [l2_normalize(v) for v in vectors]
             if base64:
-                vectors = [_base64(struct.pack(f"<{dimensions}f", *v)) for v in vectors]
+                vectors = [_float32_base64(v) for v in vectors]
         return {"embeddings": vectors, "dimensions": dimensions,
                 "tokens": [int(sum(row)) for row in mask]}
 
@@ -106,13 +106,18 @@ def _base64(raw: Any) -> str:
     return b2a_base64(raw, newline=False).decode("ascii")
 
 
+def _float32_base64(values: Sequence[float]) -> str:
+    """Numbers as the base64 of their little-endian float32 bytes."""
+    return _base64(struct.pack(f"<{len(values)}f", *values))
+
+
 def _base64_rows(value: Tensor, dimensions: int) -> list[str]:
     """Each pooled vector's little-endian float32 bytes as base64 (a float16 graph's widened)."""
     if value.dtype == "float32" and sys.byteorder == "little":
         data, step = memoryview(value.data), 4 * dimensions
         return [_base64(data[start:start + step]) for start in range(0, len(data), step)]
     flat = value.flat()
-    return [_base64(struct.pack(f"<{dimensions}f", *flat[start:start + dimensions]))
+    return [_float32_base64(flat[start:start + dimensions])
             for start in range(0, len(flat), dimensions)]
 
 
