@@ -11,7 +11,7 @@ digits``: the first image of scikit-learn's digits set, a "0"), the ``linear-*``
 tiny model's (``tests/support/models.py`` ``linear``: four features). SAM CLI has no Function URL
 generator: that event is the HTTP API one moved to a ``lambda-url`` domain with the fields
 Function URLs leave out removed (per the Lambda Function URL docs). ``warmer-ping.json`` is the
-warm-up ping of ``docs/architecture.md``: a direct invoke, no generator.
+warm-up ping of ``docs/explanation/architecture.md``: a direct invoke, no generator.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The ONNX Runtime session: options sized for Lambda, the model's signature, ``run``.
 
-Session options (measured by the handler benchmark's session-option sweep; README, "Performance"):
+Session options (measured by the handler benchmark's session-option sweep;
+docs/explanation/performance.md):
 - ``intra_op_num_threads`` from the function's memory: Lambda gives 1 vCPU per 1,769 MB (max 6);
   more threads than the CPU share buys only adds contention. Capped by the visible CPUs.
 - Thread-pool spinning off: on Lambda a spinning worker burns the CPU quota the request needs.

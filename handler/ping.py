@@ -1,5 +1,5 @@
-"""The warm-up ping (see docs/architecture.md): recognised before any routing, never counted
-as business traffic."""
+"""The warm-up ping (see docs/explanation/architecture.md): recognised before any routing, never
+counted as business traffic."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class Variable(NamedTuple):
         return PREFIX + self.field.upper()
 
 
-# The documented table (README "Configuration") is checked against this list by a test.
+# The documented table (docs/reference/configuration.md) is checked against this list by a test.
 VARIABLES: tuple[Variable, ...] = (
     Variable("model", str, "models/digits",
              "Model location: a model folder (artifact + `model.json`), a bare `.onnx`/`.ort` "

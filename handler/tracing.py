@@ -2,7 +2,8 @@
 ``Tracing`` parameter sets it together with active tracing).
 
 Imported by ``handler.app`` only when tracing is on: the X-Ray SDK imports botocore, which adds
-a few hundred milliseconds to the cold start (measured in docs/deploy.md, "Tracing"). The
+a few hundred milliseconds to the cold start (measured in docs/how-to/observability.md,
+"Tracing"). The
 stages are not timed twice: after each request, the telemetry's own durations become one
 ``request`` subsegment with a child per stage, back-dated to when each stage ran, under the
 segment Lambda opens for the invocation.

@@ -1,10 +1,11 @@
 """N parallel warm-up pings and their report: the warmer's logic, shared by the Lambda entry
 (``warmer.app``) and ``onnx-lambda warm``. boto3 and botocore only (the managed runtime's).
 
-Each ping is the warm-up ping of ``docs/architecture.md`` (``{"warmer": true, "holdMs": H}``);
-holding for ``holdMs`` makes N concurrent pings land on N distinct environments. Throttled pings
-are retried with capped, jittered exponential backoff. The report says how many distinct
-environments answered out of how many were asked, and how many of them were cold.
+Each ping is the warm-up ping of ``docs/explanation/architecture.md``
+(``{"warmer": true, "holdMs": H}``); holding for ``holdMs`` makes N concurrent pings land on N
+distinct environments. Throttled pings are retried with capped, jittered exponential backoff.
+The report says how many distinct environments answered out of how many were asked, and how
+many of them were cold.
 """
 
 from __future__ import annotations

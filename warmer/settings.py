@@ -1,7 +1,8 @@
 """Every variable the warmer function reads, declared once, parsed in one place.
 
 The environment is passed in as a mapping (never read at import time), as in
-``handler/settings.py``; the README's warmer table is checked against ``VARIABLES`` by a test.
+``handler/settings.py``; docs/reference/configuration.md's warmer table is checked against
+``VARIABLES`` by a test.
 boto3's own ``AWS_ENDPOINT_URL_LAMBDA`` (e.g. the local emulator) is read by boto3, not here.
 """
 

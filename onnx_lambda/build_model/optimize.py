@@ -5,7 +5,7 @@
   LayerNorm / Gelu / Attention where the patterns match. Not SkipLayerNormalization, here or
   offline (``UNFUSED``): onnxruntime 1.32's CPU kernel for it measured 37.6 µs at 11×384 (120 µs
   at 34×384) against 4.7 µs (11.7 µs) for LayerNormalization and ~3 µs for the Add it replaces
-  — 12 of them were ~8 % of MiniLM's int8 run (docs/minilm.md).
+  — 12 of them were ~8 % of MiniLM's int8 run (docs/explanation/minilm.md).
 - Offline onnxruntime optimization at a chosen level, saved (as ``.onnx`` or ORT format) so the
   runtime can load it with online optimization off. Such a file is tied to this onnxruntime
   version (the manifest records it; the runtime falls back to the portable model otherwise).

@@ -44,7 +44,7 @@ class QuantizeSettings:
     # VNNI (AVX2, AVX-512 before Cascade Lake) add pairs of u8 x s8 products in saturating 16-bit
     # arithmetic (VPMADDUBSW: 255 x 127 x 2 > 32767), VNNI and arm64 do not. With |w| <= 64 no
     # pair can saturate (255 x 64 x 2 = 32640): every CPU computes the same products, so the
-    # gate measured on the build machine holds where Lambda runs it (docs/models.md).
+    # gate measured on the build machine holds where Lambda runs it (docs/how-to/quantize.md).
     reduce_range: bool = True
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning

@@ -55,8 +55,8 @@ QUANTIZE = QuantizeSettings(method="int8-mixed", op_types=("MatMul", "Attention"
 SMOOTH_ALPHA = 0.7
 # The default build's candidates (``--quantize auto``'s latency objective, on this set only: the
 # whole menu costs ~20 minutes here and its other methods were measured slower, see
-# docs/minilm.md): every node in dynamic INT8, smoothed (the fastest, 18 Muls its only extra
-# work); int8-mixed with the 4 or 6 most sensitive nodes left out, blocks of 128 or 32
+# docs/explanation/minilm.md): every node in dynamic INT8, smoothed (the fastest, 18 Muls its
+# only extra work); int8-mixed with the 4 or 6 most sensitive nodes left out, blocks of 128 or 32
 # (larger blocks are faster, smaller ones usually a little more accurate; symmetric blocks of
 # 128 measured as fast as asymmetric ones, min cosine 0.9852 vs 0.9839 with 4 left out; 3 left
 # out fail the gate, 0.9782), and int8-dynamic with the 6 in fp32. Each is one quantization and

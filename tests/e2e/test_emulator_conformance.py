@@ -2,8 +2,8 @@
 aws-sam-cli package, run natively): the same events through the RIE and through our
 emulator give the same payloads and the same error documents.
 
-Known, intended differences (docs/emulator.md): on a timeout the RIE answers the bare text
-``Task timed out after 1.00 seconds`` where Lambda (and we) answer a JSON error document
+Known, intended differences (docs/explanation/emulator.md): on a timeout the RIE answers the bare
+text ``Task timed out after 1.00 seconds`` where Lambda (and we) answer a JSON error document
 carrying that text; on an init error the RIE answers HTTP 502 where Lambda's Invoke API
 (and we) answer 200 with ``X-Amz-Function-Error: Unhandled``.
 """

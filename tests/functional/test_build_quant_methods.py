@@ -283,7 +283,8 @@ def test_auto_keeps_the_best_passing_method_for_the_objective(
         assert f"quantize (auto → {best['method']}:" in capsys.readouterr().err
     assert min(auto_tries(tmp_path / "size"), key=lambda t: t.get("size_bytes", 1e12))[
         "method"].startswith("int4")
-    # docs/models.md's method table is rendered from these manifests, between its markers
+    # docs/explanation/examples.md's method table is rendered from these manifests, between its
+    # markers
     from onnx_lambda.bench import quant_table
 
     doc = tmp_path / "doc.md"

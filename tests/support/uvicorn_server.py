@@ -1,7 +1,7 @@
 """The alternative measured against :mod:`onnx_lambda.emulator.http11`: the same handlers
 served by uvicorn's httptools protocol (uvicorn's own limits and timeouts) through a thin
-ASGI adapter. A prototype for the comparison in docs/emulator.md, not a supported server:
-``answer_early`` (API Gateway's timeout answer) and refusal shapes are not carried over.
+ASGI adapter. A prototype for the comparison in docs/explanation/emulator.md, not a supported
+server: ``answer_early`` (API Gateway's timeout answer) and refusal shapes are not carried over.
 
 Run the emulator's bench (or the attacks) on it::
 

@@ -191,8 +191,8 @@ def test_a_rule_keeps_the_accelerator_to_managed_instances_on_x86() -> None:
 def test_gpu_accelerator_config_is_not_yet_known_to_the_installed_translator() -> None:
     """``AcceleratorConfig`` (GPU Managed Instances, November 2026) is documented by AWS but
     unknown to aws-sam-translator 1.115 / cfn-lint 1.58, so template.yaml leaves it out
-    (docs/deploy.md shows the one line to add). When this test fails, the translator has learnt
-    the property: wire it to a parameter and test it here."""
+    (docs/how-to/managed-instances.md shows the one line to add). When this test fails, the
+    translator has learnt the property: wire it to a parameter and test it here."""
     from samtranslator.model.exceptions import InvalidDocumentException
     from samtranslator.translator.transform import transform
 

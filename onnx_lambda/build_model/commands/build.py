@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
     model.add_argument("--file", action="append", type=Path, default=[], dest="files",
                        help="a file to ship beside the model, e.g. tokenizer.json (repeatable)")
     given = parser.add_argument_group(
-        "example input (default: found from the graph and a ladder of sizes; see docs/models.md)")
+        "example input (default: found from the graph and a ladder of sizes; "
+        "see docs/how-to/build-a-model.md)")
     given.add_argument("--example", type=Path, metavar="FILE",
                        help='real input: .npz (one array per input), .npy (a one-input model) '
                             'or JSON {"name": nested list}; may cover some inputs only')

@@ -1,5 +1,5 @@
 """Puts ``onnx-lambda serve`` on uvicorn (``ONNX_LAMBDA_HTTP=uvicorn``) when started with
-this folder on ``PYTHONPATH``: the comparison in docs/emulator.md (the runtime-client
+this folder on ``PYTHONPATH``: the comparison in docs/explanation/emulator.md (the runtime-client
 processes it starts are left alone)."""
 
 import os
