@@ -6,7 +6,7 @@ ASGI adapter. A prototype for the comparison in docs/emulator.md, not a supporte
 Run the emulator's bench (or the attacks) on it::
 
     ONNX_LAMBDA_HTTP=uvicorn PYTHONPATH=tests/support/uvicorn_site \\
-        .venv/bin/python -m onnx_lambda.bench.emulator_overhead
+        .venv/bin/python -m benchmarks.emulator_overhead
 
 (``uvicorn_site/sitecustomize.py`` calls :func:`install` in every process started so.)
 """

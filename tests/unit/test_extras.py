@@ -1,0 +1,43 @@
+"""A command whose optional dependencies are missing stops with the one ``pip install`` line
+that fixes it (exit 2), and every extra a command names exists in ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from onnx_lambda import cli, extras
+from onnx_lambda.source_tree import root
+
+
+def test_a_missing_module_names_the_extra_and_the_pip_line() -> None:
+    with pytest.raises(extras.MissingExtraError) as error:
+        extras.require("serve", "serve", ("json", "no_such_module_for_onnx_lambda"))
+    assert str(error.value) == (
+        "onnx-lambda serve needs the 'serve' extra (no module named "
+        "'no_such_module_for_onnx_lambda'): pip install 'onnx-lambda[serve]'")
+    assert error.value.name == "no_such_module_for_onnx_lambda"
+
+
+def test_present_modules_pass() -> None:
+    extras.require("price", "plan", ("json", "onnx_lambda"))
+    extras.check("deploy-config")  # a command without optional dependencies
+
+
+def test_the_cli_prints_the_line_and_exits_2(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(extras.NEEDS, "simulate", ("plan", ("no_such_module_for_onnx_lambda",)))
+    assert cli.main(["simulate"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "onnx-lambda simulate needs the 'plan' extra (no module named "
+        "'no_such_module_for_onnx_lambda'): pip install 'onnx-lambda[plan]'"]
+
+
+def test_every_extra_named_exists_and_every_command_is_known() -> None:
+    project = tomllib.loads((root() / "pyproject.toml").read_text())["project"]
+    declared = set(project["optional-dependencies"])
+    assert {extra for extra, _ in extras.NEEDS.values()} <= declared
+    commands = set(cli.build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert set(extras.NEEDS) <= commands
