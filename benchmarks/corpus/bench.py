@@ -115,7 +115,7 @@ def write(markdown: Path, section: str, begin: str = BEGIN, end: str = END) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.corpus.bench",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.corpus",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", help="comma-separated names (default: all): "
