@@ -45,7 +45,7 @@ NOT_INIT = ("interpreter", "first request")
 
 
 def cold_init(breakdown: dict[str, float]) -> float:
-    """The cold-init figure (ms) every report compares (``onnx-lambda bench``'s targets,
+    """The cold-init figure (ms) every report compares (``python -m benchmarks``'s targets,
     ``handler_overhead``): from the interpreter running the target's code to its first inference
     done — imports, model load, the first inference and any other init. The first inference is
     the warm-up for a target that runs one at init (ours), the floors' one run (their "first

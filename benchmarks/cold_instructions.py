@@ -4,7 +4,7 @@ between two runs a minute apart).
 
     python -m benchmarks.cold_instructions [--model models/digits] [--memory 1769]
 
-Each target is one fresh interpreter started as ``bench.cold`` starts its children (``python
+Each target is one fresh interpreter started as ``cold`` starts its children (``python
 -S``, bytecode compiled, the task root and the packages on ``PYTHONPATH``) and run to its first
 inference done, under ``valgrind --tool=callgrind --separate-threads=yes``; only the main
 thread is counted (ORT's pool threads' spin-up varies by up to 150 M instructions from run to
@@ -16,7 +16,7 @@ run). Every target is a ``-c`` statement, so that none pays for ``runpy`` or a p
 - C-API floor: ``baselines.capi_floor``'s ``main`` (ctypes over libonnxruntime, the file ours
   loads with ours' session options and threads, one run);
 - onnx-lambda: ``import handler.app`` (settings, artifact, session, pipeline, warm-up), on the
-  artifact relabelled as a tensor pipeline, as ``onnx-lambda bench`` serves it (the floors run
+  artifact relabelled as a tensor pipeline, as ``python -m benchmarks`` serves it (the floors run
   no pipeline); for an artifact with a pipeline of its own (a classifier's labels, MiniLM's
   tokenizer), a second row serves it as built (``OURS_AS_BUILT``).
 The floors print their report line after their last mark and ours its ``initialized`` log

@@ -1,4 +1,4 @@
-"""``onnx-lambda bench``: one model's cold starts, warm latency, memory and artifact size for
+"""``python -m benchmarks``: one model's cold starts, warm latency, memory and artifact size for
 onnx-lambda and each baseline, measured side by side in one run."""
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
     python -m benchmarks.handler_overhead [--model models/digits] [--repeat 15]
 
 - cold init: fresh interpreter → ready, interleaved (floor, C-API floor, ours, …), the same
-  processes ``onnx-lambda bench`` starts (``bench.cold``). The floor is ``baselines.floor``
+  processes ``python -m benchmarks`` starts (``cold``). The floor is ``baselines.floor``
   (``import numpy, onnxruntime; InferenceSession(portable model); run()``), the C-API floor
   ``baselines.capi_floor`` (a bare interpreter with ``ctypes`` over libonnxruntime: load,
   session on the file ours loads with ours' session options, one run); ours is
   ``import handler.app`` (settings, artifact, session, pipeline, warm-up inference) and its
   first request. The ratios compare ``cold.cold_init`` (imports + session + first inference,
-  the interpreter's start-up left out), the figure ``onnx-lambda bench``'s targets compare.
+  the interpreter's start-up left out), the figure ``python -m benchmarks``'s targets compare.
 - warm overhead: in one process, blocks of bare ``session.run`` and of ``handler(event, ctx)``
   with an API Gateway HTTP API event, alternating; overhead = handler − run at p50 and p99.
 - peak RSS after init of each cold process (VmHWM: ru_maxrss would inherit the parent's).
@@ -39,7 +39,7 @@ from onnx_lambda.stats import DEFINITION, interleave, paired_ratio, percentile
 
 def cold(subject: Subject, repeat: int, memory_mb: int = 1769) -> dict[str, list[dict[str, Any]]]:
     """Fresh processes, interleaved: the two floors (``baselines.floor``, ``baselines.capi_floor``)
-    and ours (``import handler.app``, then the first request), as ``onnx-lambda bench`` runs
+    and ours (``import handler.app``, then the first request), as ``python -m benchmarks`` runs
     them (``cold.floor``, ``cold.probe``)."""
     return interleave({
         FLOOR: lambda: _row(cold_start.floor(subject)),
@@ -50,7 +50,7 @@ def cold(subject: Subject, repeat: int, memory_mb: int = 1769) -> dict[str, list
 
 def _row(result: dict[str, Any]) -> dict[str, float]:
     """One cold run's figures: spawn → ready (``wall``), the cold init (``cold.cold_init``, the
-    figure ``onnx-lambda bench`` compares too), imports, session load, first run (the floors'
+    figure ``python -m benchmarks`` compares too), imports, session load, first run (the floors'
     first request, our warm-up), peak RSS."""
     stages = result["breakdown"]
     run = stages.get("warm-up", stages["first request"])

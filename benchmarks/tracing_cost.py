@@ -1,6 +1,6 @@
 """What turning tracing on costs a cold start: ``handler.app`` in fresh interpreters with
 ``ONNX_LAMBDA_TRACING`` off and on, interleaved (off on off on …), through the same probe as
-``onnx-lambda bench``'s cold starts.
+``python -m benchmarks``'s cold starts.
 
     python -m benchmarks.tracing_cost [MODEL] [--repeat 15]
 

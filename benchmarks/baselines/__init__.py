@@ -1,5 +1,5 @@
 """BASELINES, not part of onnx-lambda: what users deploy today, serving the same model so
-``onnx-lambda bench`` can compare against them. Each reads the model file from ``MODEL_PATH``
+``python -m benchmarks`` can compare against them. Each reads the model file from ``MODEL_PATH``
 (the portable ``.onnx``) and takes the simple JSON body ``{"inputs": {name: nested list}}``.
 
 - ``floor``: bare onnxruntime in a process (import, session, run): the physical limit;

@@ -4,7 +4,7 @@
 
 The least a C-API runtime can do with the model ours serves: load the C library
 (``handler.ort``, nothing else of the handler), create a session on the same file with the same
-session options (``onnx-lambda bench`` passes the artifact's chosen file, the graph-optimization
+session options (``python -m benchmarks`` passes the artifact's chosen file, the graph-optimization
 level ``handler.model`` picks for it and the threads it gives the memory size; spinning off),
 run the request once; prints the same JSON line as ``baselines.floor``. Without the last two
 arguments: all graph optimizations, a thread per visible CPU.

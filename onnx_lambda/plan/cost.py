@@ -88,7 +88,7 @@ class Bill:
     provisioned_idle: float = 0.0
     provisioned_duration: float = 0.0
     warmer: float = 0.0
-    managed_instances: float = 0.0  # EC2 + management fee (bench/managed.py)
+    managed_instances: float = 0.0  # EC2 + management fee (managed.py)
 
     @property
     def total(self) -> float:

@@ -1,6 +1,6 @@
 """A traffic scenario replayed against every cold-start strategy worth comparing: what
-``onnx-lambda simulate`` prints, and what ``onnx-lambda bench`` runs with its measured numbers.
-``Scenario``'s defaults are the command's defaults."""
+``onnx-lambda simulate`` prints, and what the lab's report (``python -m benchmarks``) runs with
+its measured numbers. ``Scenario``'s defaults are the command's defaults."""
 
 from __future__ import annotations
 
