@@ -3,9 +3,12 @@ that fixes it (exit 2), and every extra a command names exists in ``pyproject.to
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import tomllib
 
 import pytest
+from packaging.requirements import Requirement
 
 from onnx_lambda import cli, extras
 from onnx_lambda.source_tree import root
@@ -41,3 +44,31 @@ def test_every_extra_named_exists_and_every_command_is_known() -> None:
     assert {extra for extra, _ in extras.NEEDS.values()} <= declared
     commands = set(cli.build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     assert set(extras.NEEDS) <= commands
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _distributions(extra: str, extras: dict[str, list[str]]) -> set[str]:
+    """The distributions ``pip install 'onnx-lambda[extra]'`` asks for by name (``onnx-lambda[x]``
+    entries expanded)."""
+    names: set[str] = set()
+    for line in extras[extra]:
+        requirement = Requirement(line)
+        if _normal(requirement.name) == "onnx-lambda":
+            names |= {n for e in requirement.extras for n in _distributions(e, extras)}
+        else:
+            names.add(_normal(requirement.name))
+    return names
+
+
+def test_each_module_a_command_checks_comes_with_its_extra() -> None:
+    extras_ = tomllib.loads((root() / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    homes = importlib.metadata.packages_distributions()  # module -> distributions (installed)
+    for command, (extra, modules) in extras.NEEDS.items():
+        wanted = _distributions(extra, extras_)
+        for module in modules:
+            assert {_normal(d) for d in homes[module]} & wanted, (command, extra, module)
+
