@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+from onnx_lambda import extras
 from onnx_lambda.source_tree import SourceTreeError, root
 
 
@@ -26,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     if not (lab / "__main__.py").is_file():
         raise SourceTreeError(f"{lab} is missing: the benchmark lab runs from a source checkout "
                               "(git clone, then python -m benchmarks from it)")
+    extras.check("bench")
     path = os.pathsep.join(p for p in (str(root()), os.environ.get("PYTHONPATH")) if p)
     return subprocess.call([sys.executable, "-m", "benchmarks", *args.rest],
                            env={**os.environ, "PYTHONPATH": path})

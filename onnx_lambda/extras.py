@@ -16,6 +16,9 @@ NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "tune": PLAN, "simulate": ("plan", ("matplotlib",)), "price": ("plan", ()),
     "probe": ("client", ("httpx", "h2")),
     "warm": ("client", ("boto3",)),
+    # the lab's baselines, load generator and plots (checked once the checkout is found)
+    "bench": ("bench", ("aiohttp", "fastapi", "uvicorn", "mangum", "matplotlib", "onnx",
+                        "awslambdaric")),
 }
 
 

@@ -38,6 +38,13 @@ def test_the_cli_prints_the_line_and_exits_2(monkeypatch: pytest.MonkeyPatch,
         "'no_such_module_for_onnx_lambda'): pip install 'onnx-lambda[plan]'"]
 
 
+def test_bench_in_a_checkout_names_the_lab_extra(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(extras.NEEDS, "bench", ("bench", ("no_such_module_for_onnx_lambda",)))
+    assert cli.main(["bench", "--quick"]) == 2
+    assert capsys.readouterr().err.strip().endswith("pip install 'onnx-lambda[bench]'")
+
+
 def test_every_extra_named_exists_and_every_command_is_known() -> None:
     project = tomllib.loads((root() / "pyproject.toml").read_text())["project"]
     declared = set(project["optional-dependencies"])

@@ -56,12 +56,14 @@ def test_percentile_is_the_stated_linear_interpolation() -> None:
 
 def test_a_benchmark_outside_a_checkout_is_a_clear_error(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from onnx_lambda import bench_commands, cli
+    from onnx_lambda import bench_commands, cli, extras
 
     def outside() -> Path:
         raise source_tree.SourceTreeError("not a checkout")
 
     monkeypatch.setattr(bench_commands, "root", outside)
+    # said before any missing extra: no extra makes the lab run from an installed package
+    monkeypatch.setitem(extras.NEEDS, "bench", ("bench", ("no_such_module_for_onnx_lambda",)))
     assert cli.main(["bench", "--quick"]) == 2
     assert capsys.readouterr().err.strip() == "onnx-lambda bench: not a checkout"
 
