@@ -10,7 +10,8 @@ import sys
 COMMAND_MODULES = (
     "onnx_lambda.emulator.commands",  # serve, invoke
     "onnx_lambda.build_model.commands",  # build-model, inspect
-    "onnx_lambda.bench.commands",  # bench, tune, simulate
+    "onnx_lambda.plan.commands",  # tune, simulate, price
+    "onnx_lambda.bench_commands",  # bench (runs the lab of a source checkout)
     "onnx_lambda.warm.commands",  # warm
     "onnx_lambda.deploy.commands",  # deploy-config
     "onnx_lambda.client.commands",  # probe
@@ -27,11 +28,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from onnx_lambda import extras
     from onnx_lambda.source_tree import SourceTreeError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest  # a passthrough command's arguments (``bench``: the lab's own)
     try:
+        if not getattr(args, "passthrough", False):  # (one checks its own, after its checkout)
+            extras.check(args.command)
         return int(args.func(args) or 0)
+    except extras.MissingExtraError as error:
+        print(error, file=sys.stderr)
+        return 2
     except SourceTreeError as error:  # a benchmark run from an installed package
         print(f"onnx-lambda {args.command}: {error}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """Start a server as a child process, wait until it is ready, stop it cleanly: the one launcher
 for ``onnx-lambda serve`` (tests, benchmarks, a script driving the emulator from outside) and
-for the benchmarks' baselines (``bench.servers``: the RIE, the always-on uvicorn server).
+for the benchmark lab's baselines (``benchmarks/servers.py``: the RIE, the always-on uvicorn
+server).
 
 Ready means the child printed ``READY URL`` on stdout (``onnx-lambda serve`` does once its
 provisioned environments are initialised; it listens before that), or, for a child told its

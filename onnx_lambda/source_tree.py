@@ -20,5 +20,5 @@ def root() -> Path:
         return top
     raise SourceTreeError(
         f"{top} is not an onnx-lambda source checkout (no pyproject.toml beside handler/): "
-        "benchmarks and the corpus serve the repository itself; run them from a clone "
-        "(git clone, then ./scripts/test or .venv/bin/onnx-lambda from it)")
+        "the benchmark lab, tune and the corpus serve the repository itself; run them from a "
+        "clone (git clone, then python -m benchmarks or .venv/bin/onnx-lambda from it)")

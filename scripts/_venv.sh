@@ -4,7 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-EXTRAS="${ONNX_LAMBDA_EXTRAS:-${EXTRAS_DEFAULT:-dev}}"
+EXTRAS="${ONNX_LAMBDA_EXTRAS:-${EXTRAS_DEFAULT:-serve,build}}"
 PY="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
     echo "==> creating $VENV"

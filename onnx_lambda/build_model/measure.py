@@ -17,7 +17,7 @@ import onnxruntime as ort
 
 from handler.artifact import Artifact, resolve
 from handler.model import Model, threads_for, visible_cpus
-from onnx_lambda.bench.stats import median
+from onnx_lambda.stats import median
 
 LOADS = 3
 MAX_RUNS = 200

@@ -11,8 +11,24 @@ Modules: ``client`` (Client, retries), ``wire`` (V2 JSON / binary tensors, .npy)
 ``probe_report`` (the command), ``commands`` (its CLI).
 """
 
-from onnx_lambda.client.client import Client, Result
-from onnx_lambda.client.errors import ClientError, ThrottledError
-from onnx_lambda.client.timing import Timing
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onnx_lambda.client.client import Client, Result
+    from onnx_lambda.client.errors import ClientError, ThrottledError
+    from onnx_lambda.client.timing import Timing
 
 __all__ = ["Client", "ClientError", "Result", "ThrottledError", "Timing"]
+# loaded on first use: ``onnx-lambda probe``'s registration imports this package, and the
+# client's httpx comes with the 'client' extra (the CLI must start without it)
+_HOMES = {"Client": "client", "Result": "client", "ClientError": "errors",
+          "ThrottledError": "errors", "Timing": "timing"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from onnx_lambda.bench.stats import median, percentile, ratio
 from onnx_lambda.client.client import Client
 from onnx_lambda.client.errors import ClientError
 from onnx_lambda.client.timing import Timing
 from onnx_lambda.client.wire import DATATYPES
+from onnx_lambda.stats import median, percentile, ratio
 
 BASELINE = "keep-alive"
 CALLER = ("total", "connect", "write", "wait", "read", "network", "overhead")

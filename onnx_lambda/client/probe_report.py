@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from onnx_lambda.bench.stats import DEFINITION
 from onnx_lambda.client.probe import BASELINE, PERCENTILES
+from onnx_lambda.stats import DEFINITION
 
 # the bar's segments: the server's stages, then what the caller saw beyond them
 SEGMENTS = {"server queue": "#9e9e9e", "server decode": "#4e79a7",
@@ -43,9 +43,9 @@ def text(report: dict[str, Any]) -> str:
 
 
 def plot(report: dict[str, Any], path: Path) -> Path:
-    from onnx_lambda.bench.plots import _pyplot, _save
+    from onnx_lambda.plan.plots import pyplot, save
 
-    plt = _pyplot()
+    plt = pyplot()
     variants = report["variants"]
     fig, axes = plt.subplots(1, len(variants), figsize=(3.2 * len(variants), 4), sharey=True,
                              squeeze=False)
@@ -62,7 +62,7 @@ def plot(report: dict[str, Any], path: Path) -> Path:
     axes[0][0].legend(loc="upper left", fontsize=7)
     fig.suptitle(f"probe {report['url']} ({report['model']}): where the caller's time goes "
                  f"(baseline {BASELINE})", fontsize=10)
-    return _save(fig, plt, path)
+    return save(fig, plt, path)
 
 
 def _segment(stages: dict[str, dict[str, float]], segment: str, label: str) -> float:

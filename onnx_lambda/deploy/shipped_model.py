@@ -80,7 +80,7 @@ def model_name(root: Path, model: Path) -> str:
 
 def apply(root: Path, name: str) -> list[str]:
     """Set NAME everywhere; returns the files that changed. All or nothing."""
-    from onnx_lambda.bench.sizing import write_samconfig
+    from onnx_lambda.plan.sizing import write_samconfig
 
     paths = {rel: root / rel for rel in (TEMPLATE, DOCKERFILE, MAKEFILE, SAMCONFIG)}
     before = {rel: path.read_text(encoding="utf-8") if path.exists() else None

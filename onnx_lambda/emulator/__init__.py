@@ -9,7 +9,7 @@ provisioned concurrency, idle reaping) and every invocation yields an
 :class:`~onnx_lambda.emulator.report.InvocationRecord` (init duration, duration, billed
 duration, max memory used, cold/warm) printed as Lambda's ``REPORT`` line.
 
-Programmatic use (what ``onnx-lambda bench`` builds on)::
+Programmatic use (what ``tune`` and the benchmark lab build on)::
 
     from onnx_lambda.emulator import Emulator
 

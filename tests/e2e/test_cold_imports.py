@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench.cold import interpreter
+from benchmarks.cold import interpreter
 from onnx_lambda.cli import main
 from onnx_lambda.source_tree import root
 from tests.support import build_models, models
@@ -62,7 +62,7 @@ BUILDERS = {
 
 
 def probe(model: Path, **variables: str) -> tuple[set[str], bool, bool, bool]:
-    """A fresh interpreter started as Lambda starts one (``bench.cold.interpreter``: without
+    """A fresh interpreter started as Lambda starts one (``benchmarks.cold.interpreter``: without
     this venv's start-up hooks, whose editable-install finder imports pathlib and re first)."""
     prefix, path = interpreter()
     env = {k: v for k, v in os.environ.items() if k != "ONNX_LAMBDA_TRACING"}

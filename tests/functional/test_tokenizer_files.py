@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.cold import interpreter
 from handler.manifest import Manifest
 from handler.pipelines import tokenizer_files
-from onnx_lambda.bench.cold import interpreter
 from onnx_lambda.build_model import tokenizer_split
 from onnx_lambda.examples import minilm
 from onnx_lambda.source_tree import root

@@ -1,6 +1,7 @@
-"""Smoke runs of ``onnx-lambda bench``, ``tune`` (memory sizes, and Managed Instances with
-``scripts/gpu-check``'s no-GPU table) and ``simulate`` on a tiny model: each one completes,
-writes its files, and its numbers are finite. No timing is asserted."""
+"""Smoke runs of the lab's report (``python -m benchmarks``, what ``onnx-lambda bench`` runs),
+``tune`` (memory sizes, and Managed Instances with ``scripts/gpu-check``'s no-GPU table) and
+``simulate`` on a tiny model: each one completes, writes its files, and its numbers are finite.
+No timing is asserted."""
 
 from __future__ import annotations
 
@@ -37,14 +38,16 @@ def numbers(value: Any) -> list[float]:
 
 
 def test_bench_writes_report_json_and_plots(tiny: Path, tmp_path: Path) -> None:
+    from benchmarks.__main__ import main as lab
+
     doc, img = tmp_path / "benchmarks.md", tmp_path / "img"
-    assert main(["bench", "--model", str(tiny), "--repeat", "1", "--requests", "8",
+    assert lab(["--model", str(tiny), "--repeat", "1", "--requests", "8",
                  "--concurrency", "1", "--rounds", "1", "--iterations", "200",
                  "--out", str(doc), "--json", str(img / "results.json"),
                  "--img", str(img)]) == 0
     text = doc.read_text()
     for heading in ("### Cold start", "### Warm latency", "### Memory", "### Artifact",
-                    "onnx-lambda bench --model"):  # the exact command
+                    "python -m benchmarks --model"):  # the exact command
         assert heading in text
     result = json.loads((img / "results.json").read_text())["results"][0]
     assert set(result["cold"]) == {"floor", "C-API floor", "onnx-lambda", "naive handler",

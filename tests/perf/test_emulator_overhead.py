@@ -1,13 +1,13 @@
 """Smoke run of the emulator's overhead benchmark (``python -m
-onnx_lambda.bench.emulator_overhead``): every target answers, every figure is finite, the report
+benchmarks.emulator_overhead``): every target answers, every figure is finite, the report
 states the percentile definition. No timing is asserted."""
 
 from __future__ import annotations
 
 import math
 
-from onnx_lambda.bench import emulator_overhead
-from onnx_lambda.bench.stats import DEFINITION
+from benchmarks import emulator_overhead
+from onnx_lambda.stats import DEFINITION
 
 
 def test_emulator_overhead_smoke() -> None:

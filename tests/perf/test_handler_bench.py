@@ -6,7 +6,7 @@ import math
 import re
 from pathlib import Path
 
-from onnx_lambda.bench.handler_overhead import main, report
+from benchmarks.handler_overhead import main, report
 
 
 def test_handler_benchmark_smoke(model_dir: Path) -> None:
@@ -27,8 +27,8 @@ def test_handler_benchmark_cli(model_dir: Path, capsys: object) -> None:
 def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
     """What callgrind runs (valgrind itself is too slow for this tier): the warm-up and the
     counted calls of each target, on the handler's own session."""
-    from onnx_lambda.bench.warm_instructions import TARGETS
-    from onnx_lambda.bench.warm_instructions import main as instructions
+    from benchmarks.warm_instructions import TARGETS
+    from benchmarks.warm_instructions import main as instructions
 
     for target in TARGETS:
         assert instructions(["--child", target, "--model", str(model_dir / "linear.onnx"),
@@ -37,33 +37,35 @@ def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
 
 def test_cold_instructions_programs_run_to_their_first_inference(tmp_path: Path) -> None:
     """What callgrind runs for each cold target (valgrind itself takes minutes: left out of
-    this tier): every ``-c`` program starts as ``bench.cold`` starts its children and reaches its
-    first inference — each prints its own report line (the floors' marks, our init log)."""
+    this tier): every ``-c`` program starts as ``benchmarks.cold`` starts its children and
+    reaches its first inference — each prints its own report line (the floors' marks, our init
+    log)."""
     import json
     import os
     import subprocess
 
-    from onnx_lambda.bench import cold
-    from onnx_lambda.bench.cold_instructions import BARE, OURS_AS_BUILT, statements
-    from onnx_lambda.bench.subject import CAPI_FLOOR, FLOOR, OURS, prepare
+    from benchmarks import cold
+    from benchmarks.cold_instructions import BARE, OURS_AS_BUILT, statements
+    from benchmarks.targets import CAPI_FLOOR, FLOOR, OURS
     from onnx_lambda.cli import main
+    from onnx_lambda.plan.subject import prepare
     from onnx_lambda.source_tree import root
 
     assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
-    subject = prepare(tmp_path / "digits")  # a classifier: also served as built
-    programs = statements(subject, 1769)
-    assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT}
-    prefix, base = cold.interpreter()
-    env = {**os.environ, **base, **subject.environment(1769), "ONNX_LAMBDA_LOG_LEVEL": "info"}
-    for name in (FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT):
-        program, variables = programs[name]
-        out = subprocess.run([*prefix, "-c", program], cwd=root(), env={**env, **variables},
-                             check=True, capture_output=True, text=True)
-        line = json.loads((out.stdout or out.stderr).strip().splitlines()[-1])
-        if name in (FLOOR, CAPI_FLOOR):
-            assert "first-request" in line
-        else:
-            assert line["message"] == "initialized" and line["model"] == "digits"
-    # as built: the artifact itself; else the relabelled copy the floors' request fits
-    assert programs[OURS_AS_BUILT][1] == {"ONNX_LAMBDA_MODEL": str(tmp_path / "digits")}
-    assert programs[OURS][1] == {} and subject.model != tmp_path / "digits"
+    with prepare(tmp_path / "digits") as subject:  # a classifier: also served as built
+        programs = statements(subject, 1769)
+        assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT}
+        prefix, base = cold.interpreter()
+        env = {**os.environ, **base, **subject.environment(1769), "ONNX_LAMBDA_LOG_LEVEL": "info"}
+        for name in (FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT):
+            program, variables = programs[name]
+            out = subprocess.run([*prefix, "-c", program], cwd=root(), env={**env, **variables},
+                                 check=True, capture_output=True, text=True)
+            line = json.loads((out.stdout or out.stderr).strip().splitlines()[-1])
+            if name in (FLOOR, CAPI_FLOOR):
+                assert "first-request" in line
+            else:
+                assert line["message"] == "initialized" and line["model"] == "digits"
+        # as built: the artifact itself; else the relabelled copy the floors' request fits
+        assert programs[OURS_AS_BUILT][1] == {"ONNX_LAMBDA_MODEL": str(tmp_path / "digits")}
+        assert programs[OURS][1] == {} and subject.model != tmp_path / "digits"

@@ -6,8 +6,8 @@ import json
 import struct
 from pathlib import Path
 
+from benchmarks.json_floats import WAYS, nine_digits, report
 from handler.ort.tensor import from_values
-from onnx_lambda.bench.json_floats import WAYS, nine_digits, report
 
 # extremes of float32: the largest, the smallest normal and subnormal, a value needing 9 digits
 AWKWARD = [3.4028234663852886e38, 1.1754943508222875e-38, 1.401298464324817e-45,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from onnx_lambda.bench import dashboard_plot, tracing_cost
+from benchmarks import dashboard_plot, tracing_cost
 from tests.support import cfn, models
 
 

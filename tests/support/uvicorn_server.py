@@ -6,7 +6,7 @@ server: ``answer_early`` (API Gateway's timeout answer) and refusal shapes are n
 Run the emulator's bench (or the attacks) on it::
 
     ONNX_LAMBDA_HTTP=uvicorn PYTHONPATH=tests/support/uvicorn_site \\
-        .venv/bin/python -m onnx_lambda.bench.emulator_overhead
+        .venv/bin/python -m benchmarks.emulator_overhead
 
 (``uvicorn_site/sitecustomize.py`` calls :func:`install` in every process started so.)
 """

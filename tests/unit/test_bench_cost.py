@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnx_lambda.bench import cost
+from onnx_lambda.plan import cost
 
 
 @pytest.fixture(scope="module")

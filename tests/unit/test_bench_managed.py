@@ -1,5 +1,5 @@
 """Lambda Managed Instances priced beside on-demand and provisioned concurrency: hand-computed
-cases against onnx_lambda.bench.managed and the dated prices.json."""
+cases against onnx_lambda.plan.managed and the dated prices.json."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench import managed
-from onnx_lambda.bench.cost import PriceTable
+from onnx_lambda.plan import managed
+from onnx_lambda.plan.cost import PriceTable
 
 PRICES = PriceTable.load()
 HOURS = 30 * 24
@@ -132,7 +132,7 @@ def test_price_command_prints_the_three_options_and_the_break_even(
 
 
 def test_simulated_managed_instances_never_start_cold_and_queue_beyond_their_vcpus() -> None:
-    from onnx_lambda.bench import simulate
+    from onnx_lambda.plan import simulate
 
     assert simulate.Strategy.parse("managed:3") == simulate.Strategy(managed=3)
     assert simulate.Strategy(managed=3).label == "managed-instances 3"
@@ -153,7 +153,7 @@ def test_simulated_managed_instances_never_start_cold_and_queue_beyond_their_vcp
 
 
 def test_managed_candidates_give_each_concurrent_request_a_vcpu() -> None:
-    from onnx_lambda.bench import simulate
+    from onnx_lambda.plan import simulate
 
     assert [s.managed for s in simulate.managed_candidates(5, vcpus=2, minimum=3)] == [3, 6]
     assert [s.managed for s in simulate.managed_candidates(13, vcpus=2, minimum=3)] == [7, 14]

@@ -6,8 +6,8 @@ import argparse
 import math
 from pathlib import Path
 
-from onnx_lambda.bench import image_size, report
-from onnx_lambda.bench.commands.options import command_line, fill
+from benchmarks import image_size, report
+from onnx_lambda.plan.commands.options import command_line, fill
 
 
 def summary(p50: float, p99: float) -> dict[str, float]:
@@ -99,6 +99,9 @@ def test_command_line_spells_out_every_option() -> None:
                               json=None)
     assert command_line(args) == ("onnx-lambda bench --model a --model 'b c' "
                                   "--concurrency 1,2 --no-emulator --repeat 3")
+    # a command of its own (the lab's): its program, no subcommand
+    assert command_line(argparse.Namespace(quick=True), "python -m benchmarks") == (
+        "python -m benchmarks --quick")
 
 
 def test_fill_keeps_explicit_values() -> None:
@@ -130,7 +133,7 @@ def test_cold_targets_show_the_paired_rounds_beside_the_medians_verdict() -> Non
 
 
 def test_paired_ratio_needs_equal_non_empty_runs() -> None:
-    from onnx_lambda.bench.stats import paired_ratio
+    from onnx_lambda.stats import paired_ratio
 
     assert paired_ratio([2.0, 3.0, 8.0], [1.0, 2.0, 2.0]) == 2.0
     assert math.isnan(paired_ratio([1.0], [1.0, 2.0])) and math.isnan(paired_ratio([], []))

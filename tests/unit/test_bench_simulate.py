@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench import simulate, traffic
-from onnx_lambda.bench.cost import SECONDS_PER_MONTH, PriceTable
+from onnx_lambda.plan import simulate, traffic
+from onnx_lambda.plan.cost import SECONDS_PER_MONTH, PriceTable
 
 WORK = simulate.Workload(service_ms=[2.0], init_ms=[300.0], memory_mb=1024)
 
@@ -117,7 +117,7 @@ def test_candidates_cover_each_strategy_up_to_the_peak() -> None:
 
 
 def _result(cold: int, cost: float) -> simulate.Result:
-    from onnx_lambda.bench.cost import Bill
+    from onnx_lambda.plan.cost import Bill
 
     return simulate.Result(simulate.Strategy(warmer=cold + 1), 100, cold, [], 1, 1,
                            Bill(requests=cost))

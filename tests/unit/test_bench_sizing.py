@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench import sizing
-from onnx_lambda.bench.cost import PriceTable
+from onnx_lambda.plan import sizing
+from onnx_lambda.plan.cost import PriceTable
 
 
 def point(mb: int, p50: float, p99: float, billed: float | None = None,

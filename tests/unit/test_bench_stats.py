@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from onnx_lambda.bench import stats
+from onnx_lambda import stats
 
 
 @pytest.mark.parametrize("q", [0, 10, 50, 90, 99, 99.9, 100])
@@ -51,7 +51,7 @@ def test_cdf_is_monotone_and_ends_at_one() -> None:
 
 @pytest.mark.parametrize("emulator", [True, False])
 def test_bench_progress_counts_every_cold_run(emulator: bool) -> None:
-    from onnx_lambda.bench import cold, comparison
+    from benchmarks import cold, comparison
 
     opts = comparison.Options(repeat=3, requests=10, concurrency=[1, 2], rounds=2,
                               iterations=10, emulator=emulator)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench import gpu_compare, tune_managed
-from onnx_lambda.bench.cost import PriceTable
-from onnx_lambda.bench.managed import instance
-from onnx_lambda.bench.tune_managed import Setting
+from onnx_lambda.plan import gpu_compare, tune_managed
+from onnx_lambda.plan.cost import PriceTable
+from onnx_lambda.plan.managed import instance
+from onnx_lambda.plan.tune_managed import Setting
 
 PRICES = PriceTable.load()
 C7I = instance(PRICES, "c7i.large")  # 2 vCPU, 4 GiB, $0.08925 an hour

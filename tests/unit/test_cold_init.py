@@ -1,10 +1,10 @@
-"""``bench.cold.cold_init``: the one cold-init figure every benchmark compares."""
+"""``benchmarks.cold.cold_init``: the one cold-init figure every benchmark compares."""
 
 from __future__ import annotations
 
 import pytest
 
-from onnx_lambda.bench.cold import cold_init
+from benchmarks.cold import cold_init
 
 
 def test_a_floor_counts_its_one_run_and_not_the_interpreter() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onnx_lambda.corpus import fetch, registry, serving
-from onnx_lambda.corpus.registry import Wheel
+from benchmarks.corpus import fetch, registry, serving
+from benchmarks.corpus.registry import Wheel
 
 PAYLOAD = b"not really onnx, but bytes with a known digest"
 

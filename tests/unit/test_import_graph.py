@@ -1,6 +1,7 @@
-"""The import graph of ``onnx_lambda`` and ``handler``, read statically (ast): no cycles, no
-import of ``tests`` (not packaged), ``handler`` independent of ``onnx_lambda`` (the tooling is
-never deployed), and CLI wiring imported only by CLI wiring (a core module that needs a CLI
+"""The import graph of ``onnx_lambda``, ``handler`` and the lab (``benchmarks``), read statically
+(ast): no cycles, no import of ``tests`` (not packaged), ``handler`` independent of
+``onnx_lambda`` (the tooling is never deployed), the package independent of the lab (not
+installed), and CLI wiring imported only by CLI wiring (a core module that needs a CLI
 helper means the helper lives in the wrong place)."""
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import benchmarks
 import handler
 import onnx_lambda
 
 PACKAGES = {"handler": Path(handler.__file__).parent,
-            "onnx_lambda": Path(onnx_lambda.__file__).parent}
+            "onnx_lambda": Path(onnx_lambda.__file__).parent,
+            "benchmarks": Path(benchmarks.__file__).parent}
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:
@@ -155,6 +158,13 @@ def test_handler_imports_nothing_from_onnx_lambda() -> None:
     assert {m: t for m, t in wrong.items() if t} == {}
 
 
+def test_the_package_imports_nothing_from_the_lab() -> None:
+    # benchmarks/ is not installed: a package module that needs it breaks every installed copy
+    wrong = {m: sorted(t for t in targets if t.startswith("benchmarks"))
+             for m, targets in EDGES.items() if not m.startswith("benchmarks")}
+    assert {m: t for m, t in wrong.items() if t} == {}
+
+
 def test_only_cli_modules_import_cli_modules() -> None:
     wrong = {m: sorted(t for t in targets if is_cli(t))
              for m, targets in EDGES.items() if not is_cli(m)}
@@ -163,7 +173,7 @@ def test_only_cli_modules_import_cli_modules() -> None:
 
 def test_the_checks_can_fail() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert is_cli("onnx_lambda.bench.commands.tune") and not is_cli("onnx_lambda.bench.tune")
+    assert is_cli("onnx_lambda.plan.commands.tune") and not is_cli("onnx_lambda.plan.tune")
     code = ast.parse("import typing\nif typing.TYPE_CHECKING:\n    import a\n"
                      "else:\n    import b\ndef f():\n    import c\n")
     assert {n.names[0].name for n in _import_nodes(code)} == {"typing", "b", "c"}

@@ -92,7 +92,7 @@ def test_no_provisioned_widgets_when_provisioned_concurrency_is_zero() -> None:
 
 def test_rows_fill_the_grid() -> None:
     """No x/y in the body: CloudWatch flows widgets; each row of ours adds up to 24 columns."""
-    from onnx_lambda.bench.dashboard_plot import layout
+    from benchmarks.dashboard_plot import layout
 
     for strategy in STRATEGIES:
         placed = layout(dashboard({"ColdStartStrategy": strategy})["widgets"])

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda import source_tree
-from onnx_lambda.bench import stats
+from onnx_lambda import source_tree, stats
 from onnx_lambda.lambda_context import LambdaContext
 from onnx_lambda.sizes import human_size
 
@@ -57,12 +56,36 @@ def test_percentile_is_the_stated_linear_interpolation() -> None:
 
 def test_a_benchmark_outside_a_checkout_is_a_clear_error(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from onnx_lambda import cli
-    from onnx_lambda.bench.commands import options
+    from onnx_lambda import bench_commands, cli, extras
 
     def outside() -> Path:
         raise source_tree.SourceTreeError("not a checkout")
 
-    monkeypatch.setattr(options, "root", outside)
+    monkeypatch.setattr(bench_commands, "root", outside)
+    # said before any missing extra: no extra makes the lab run from an installed package
+    monkeypatch.setitem(extras.NEEDS, "bench", ("bench", ("no_such_module_for_onnx_lambda",)))
     assert cli.main(["bench", "--quick"]) == 2
     assert capsys.readouterr().err.strip() == "onnx-lambda bench: not a checkout"
+
+
+def test_bench_runs_the_lab_of_the_checkout_with_its_arguments(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from onnx_lambda import bench_commands, cli
+
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.setattr(bench_commands.subprocess, "call",
+                        lambda argv, env: calls.append((argv, env)) or 7)
+    assert cli.main(["bench", "--quick", "--model", "m", "--help"]) == 7
+    [(argv, env)] = calls
+    assert argv[1:] == ["-m", "benchmarks", "--quick", "--model", "m", "--help"]
+    assert env["PYTHONPATH"].split(":")[0] == str(source_tree.root())
+
+
+def test_other_commands_still_refuse_unknown_arguments(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from onnx_lambda import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["simulate", "--no-such-flag"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err

@@ -15,13 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
 from onnx_lambda.build_model.quant_methods import ALGOS, CALIBRATED, METHODS, label
 from onnx_lambda.sizes import human_size
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from onnx_lambda.build_model.builder import BuildReport
     from onnx_lambda.build_model.spec import ModelSpec
 
@@ -135,6 +134,9 @@ def _alpha(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     # The build stack (onnx, the quantizer, examples' frameworks) is heavy: loaded on use only.
+    from rich.console import Console
+    from rich.markup import escape
+
     from onnx_lambda.build_model import output
     from onnx_lambda.build_model.builder import build
     from onnx_lambda.build_model.errors import BuildError

@@ -8,9 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -23,6 +20,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit codes: 0, 2 no such MODEL, 3 not a readable model."""
+    from rich.console import Console
+    from rich.markup import escape
+
     from onnx_lambda.build_model import inspect
     from onnx_lambda.build_model.errors import BuildError
 

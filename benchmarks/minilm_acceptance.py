@@ -1,0 +1,217 @@
+"""The ``minilm`` acceptance figures, measured side by side in one process:
+
+    python -m benchmarks.minilm_acceptance [--model models/minilm ...] [--threads 1]
+
+- accuracy: the artifact's embeddings vs PyTorch fp32 (sentence-transformers recipe), cosine
+  mean and minimum over ``SENTENCES``;
+- the baseline: PyTorch fp32 as transformers loads it by default (``sdpa`` attention),
+  ``inference_mode``, the same tokenizer, warmed up; the ``eager`` attention the export traces
+  is shown beside it;
+- latency at batch 1: each sentence tokenized, run and pooled into a numpy vector, PyTorch fp32
+  vs onnxruntime on the raw export (fp32) vs the artifact (its pipeline's tokenizer and the
+  pooling in its graph), interleaved round by round so load on the machine hits all alike; p50
+  per engine of the wall time and of the thread's CPU time (every engine computes on the
+  calling thread at one thread: on a shared machine the CPU time leaves out the time other
+  processes held the core, so the speed-up is judged on it), and the speed-up over PyTorch.
+  The served response's shortest-decimal floats (``pipeline.postprocess``, JSON encoding) are
+  not counted, on either side: their cost is printed apart;
+- session load: the raw export vs the artifact, as the runtime loads each; sizes.
+
+Builds ``--model`` first when it does not exist (the builder, as ``onnx-lambda build-model
+minilm -o FOLDER`` runs it). Exits 1 when an acceptance figure is missed
+by any artifact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from handler.model import Model
+from handler.pipelines import load as load_pipeline
+from onnx_lambda.build_model import measure
+from onnx_lambda.build_model.gate import as_numpy
+from onnx_lambda.examples import minilm
+from onnx_lambda.examples.sentences import SENTENCES
+from onnx_lambda.sizes import human_size
+from onnx_lambda.stats import DEFINITION, median
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+ACCEPT_MEAN_COSINE = 0.99
+ACCEPT_MIN_COSINE = 0.98
+ACCEPT_SPEEDUP = 5.0  # design.md's budget, on CPU time
+Embed = Callable[[str], np.ndarray]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, action="append",
+                        help="an artifact folder (repeatable; default: models/minilm)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for both engines (default 1: one Lambda vCPU)")
+    parser.add_argument("--rounds", type=int, default=5, help="passes over the sentences")
+    args = parser.parse_args(argv)
+    args.model = args.model or [Path("models/minilm")]
+    console = Console(width=max(Console().width, 110))
+    for folder in args.model:
+        if not folder.exists() and not _build(folder, console):
+            return 1
+    import torch
+
+    torch.set_num_threads(args.threads)
+    folder = minilm.weights_folder()
+    tok = minilm.tokenizer(folder)
+    torch_model = minilm.load_torch_model(folder)
+    with tempfile.TemporaryDirectory() as workdir:
+        raw = Path(workdir) / "raw.onnx"
+        minilm.export(torch_model, minilm.encode(tok, ["trace", "a second sentence"]), raw)
+        names = {folder: f"ORT {folder.name}" for folder in args.model}
+        loads = {"ORT raw export": _load_ms(lambda: measure.load_raw(raw, args.threads))}
+        sizes = {"ORT raw export": raw.stat().st_size}
+        baseline = minilm.load_torch_model(folder, "sdpa")
+        engines: dict[str, Embed] = {
+            "PyTorch fp32": lambda s: minilm.torch_embed(baseline, minilm.encode(tok, [s]))[0],
+            "PyTorch fp32, eager attention": lambda s: minilm.torch_embed(
+                torch_model, minilm.encode(tok, [s]))[0],
+            "ORT raw export": _ort_embed(measure.load_raw(raw, args.threads), tok),
+        }
+        encode_ms = {}
+        for folder, name in names.items():
+            loads[name] = _load_ms(lambda f=folder: measure.load_folder(f, args.threads))
+            sizes[name] = measure.folder_size(folder)
+            engines[name], encode_ms[name] = _pipeline_embed(
+                measure.load_folder(folder, args.threads))
+        reference = np.stack([engines["PyTorch fp32"](s) for s in SENTENCES])
+        cosines = {name: (reference * np.stack([engines[name](s) for s in SENTENCES])).sum(axis=1)
+                   for name in names.values()}
+        p50, cpu = _latencies(engines, args.rounds)
+    _print(console, args, cosines, p50, cpu, loads, sizes)
+    for name, encode in encode_ms.items():
+        console.print(f"{name}: the served response's JSON floats (pipeline.postprocess) add "
+                      f"{encode():.2f} ms p50 (not counted above)", highlight=False)
+    checks = {}
+    for name, cosine in cosines.items():
+        speedup = cpu["PyTorch fp32"] / cpu[name]
+        checks |= {
+            f"{name}: mean cosine ≥ {ACCEPT_MEAN_COSINE}": cosine.mean() >= ACCEPT_MEAN_COSINE,
+            f"{name}: min cosine ≥ {ACCEPT_MIN_COSINE}": cosine.min() >= ACCEPT_MIN_COSINE,
+            f"{name}: speed-up ≥ {ACCEPT_SPEEDUP}× on CPU time ({speedup:.2f}×)":
+                speedup >= ACCEPT_SPEEDUP,
+            f"{name} loads faster than the raw export": loads[name] < loads["ORT raw export"],
+        }
+    for label, ok in checks.items():
+        console.print(f"{'[green]PASS' if ok else '[red]FAIL'}[/] {label}")
+    return 0 if all(checks.values()) else 1
+
+
+def _build(folder: Path, console: Console) -> bool:
+    """The ``minilm`` example built into ``folder`` with the default options."""
+    from onnx_lambda import examples
+    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.errors import BuildError
+    from onnx_lambda.build_model.spec import BuildOptions
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:
+            build(examples.prepare("minilm", Path(workdir), console), folder, BuildOptions(),
+                  console)
+    except BuildError as exc:
+        console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        return False
+    return True
+
+
+def _pipeline_embed(model: Model) -> tuple[Embed, Callable[[], float]]:
+    """The artifact as served: the manifest's text-embedding pipeline's tokenizer, then
+    ``session.run`` (the pooling is in the graph); and a timer of what ``postprocess`` adds
+    (the response's JSON floats), p50 ms over the sentences."""
+    manifest = model.artifact.manifest
+    assert manifest is not None
+    pipeline = load_pipeline(manifest.pipeline, model, manifest.pipeline_options)
+    if pipeline.embedding is None:
+        raise SystemExit(f"{model.artifact.path.parent}: no pooling in the graph (built before "
+                         "build-model appended it): rebuild it")
+
+    def embed(sentence: str) -> np.ndarray:
+        return model.run(pipeline.preprocess([sentence], {}))[pipeline.embedding].numpy()[0]
+
+    def encode_ms() -> float:
+        durations = []
+        for sentence in SENTENCES:
+            feeds = pipeline.preprocess([sentence], {})
+            outputs = model.run(feeds)
+            start = time.perf_counter()
+            pipeline.postprocess(outputs, {}, feeds)
+            durations.append((time.perf_counter() - start) * 1000.0)
+        return median(durations)
+
+    return embed, encode_ms
+
+
+def _ort_embed(model: Model, tok: Tokenizer) -> Embed:
+    def embed(sentence: str) -> np.ndarray:
+        feeds = minilm.encode(tok, [sentence])
+        return minilm.pool(as_numpy(model.run(feeds))[minilm.OUTPUT], feeds["attention_mask"])[0]
+
+    return embed
+
+
+def _latencies(engines: dict[str, Embed], rounds: int
+               ) -> tuple[dict[str, float], dict[str, float]]:
+    """p50 per engine: wall ms, and the calling thread's CPU ms."""
+    wall: dict[str, list[float]] = {name: [] for name in engines}
+    cpu: dict[str, list[float]] = {name: [] for name in engines}
+    for embed in engines.values():  # warm-up
+        for sentence in SENTENCES[:5]:
+            embed(sentence)
+    for _ in range(rounds):
+        for sentence in SENTENCES:
+            for name, embed in engines.items():
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                embed(sentence)
+                cpu[name].append((time.thread_time() - start_cpu) * 1000.0)
+                wall[name].append((time.perf_counter() - start) * 1000.0)
+    return ({name: median(values) for name, values in wall.items()},
+            {name: median(values) for name, values in cpu.items()})
+
+
+def _load_ms(load: Callable[[], object], repeats: int = 5) -> float:
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        load()
+        durations.append((time.perf_counter() - start) * 1000.0)
+    return median(durations)
+
+
+def _print(console: Console, args: argparse.Namespace, cosines: dict[str, np.ndarray],
+           p50: dict[str, float], cpu: dict[str, float], loads: dict[str, float],
+           sizes: dict[str, int]) -> None:
+    console.print(f"minilm acceptance: {len(SENTENCES)} sentences, batch 1, {args.threads} "
+                  f"thread(s), {args.rounds} rounds, artifacts "
+                  f"{', '.join(str(m) for m in args.model)}; {DEFINITION}")
+    table = Table("engine", "size", "load ms", "p50 ms", "× PyTorch", "CPU ms", "× (CPU)",
+                  "cosine mean / min", title="p50 of tokenize + run + pool, and its CPU time")
+    for name, value in p50.items():
+        cosine = cosines.get(name)
+        table.add_row(name, human_size(sizes[name]) if name in sizes else "–",
+                      f"{loads[name]:.0f}" if name in loads else "–", f"{value:.2f}",
+                      f"{p50['PyTorch fp32'] / value:.2f}×", f"{cpu[name]:.2f}",
+                      f"{cpu['PyTorch fp32'] / cpu[name]:.2f}×",
+                      "–" if cosine is None else f"{cosine.mean():.4f} / {cosine.min():.4f}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""CPU vs GPU on Lambda Managed Instances, from measured numbers only.
+
+The GPU side comes from one of two places, never from a guess:
+- this machine, when the handler's provider choice (``handler/ort/providers.py``, ``auto``)
+  finds CUDA for the model: ``tune`` then measures the GPU variant in the emulator like a CPU
+  setting (``ONNX_LAMBDA_EXECUTION_PROVIDER=cuda``);
+- a GPU latency table written elsewhere by ``scripts/gpu-check`` (``benchmarks/gpu_check.py``,
+  in a source checkout), on a machine with a GPU; its ``device`` names the GPU it ran on.
+
+A measurement is priced only on an instance type of ``prices.json`` whose GPU is the one that
+was measured (``gpu`` field): an H200's latency says nothing about an L4's. Without a GPU
+measurement the comparison says so and claims nothing.
+
+"At equal p99": the target is the larger of the two sides' best p99 (a latency both reach);
+each side's cheapest measured option at or under it is compared on USD per million requests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from onnx_lambda.plan.cost import PriceTable
+from onnx_lambda.plan.equal_p99 import Option, cheapest
+from onnx_lambda.plan.managed import Instance
+
+FORMAT = "onnx-lambda-gpu-table/1"
+
+
+class GpuTableError(ValueError):
+    """A GPU table that is not one ``scripts/gpu-check`` wrote, or lacks the model."""
+
+
+class GpuSide(NamedTuple):
+    """What is known of the GPU variant: a measured option, or why there is none."""
+
+    option: Option | None
+    note: str
+
+
+def local_choice(model: Path, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(provider, reason): what the handler's ``auto`` would pick for ``model`` here."""
+    from handler.ort import providers
+
+    allows = True
+    manifest = model / "model.json" if model.is_dir() else None
+    if manifest is not None and manifest.exists():
+        allows = json.loads(manifest.read_text()).get("gpu", {}).get("suitable", True) is not False
+    choice = providers.choose("auto", env=os.environ if env is None else env,
+                              manifest_allows=allows)
+    return choice.provider, choice.reason
+
+
+def probe(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """What this machine offers; ``reason`` is set when CUDA cannot be used."""
+    env = dict(os.environ if env is None else env)
+    found: dict[str, Any] = {"device_node": os.path.exists("/dev/nvidia0"), "gpu": None,
+                             "driver": None, "onnxruntime": None, "providers": []}
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             check=False, env=env)
+        if out.returncode == 0 and out.stdout.strip():
+            name, _, driver = out.stdout.strip().splitlines()[0].partition(",")
+            found["gpu"], found["driver"] = name.strip(), driver.strip()
+    try:
+        import onnxruntime
+
+        found["onnxruntime"] = onnxruntime.__version__
+        found["providers"] = list(onnxruntime.get_available_providers())
+    except ImportError as exc:
+        found["reason"] = f"onnxruntime not importable ({exc})"
+        return found
+    if not found["device_node"] or found["gpu"] is None:
+        found["reason"] = "no CUDA device (/dev/nvidia0 absent or nvidia-smi shows no GPU)"
+    elif "CUDAExecutionProvider" not in found["providers"]:
+        found["reason"] = (f"onnxruntime {found['onnxruntime']} offers "
+                           f"{', '.join(found['providers'])}: install onnxruntime-gpu "
+                           "(layers/requirements-gpu.txt)")
+    return found
+
+
+def load_table(path: Path) -> dict[str, Any]:
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GpuTableError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(table, dict) or table.get("format") != FORMAT:
+        raise GpuTableError(f"{path}: not a GPU table ({FORMAT!r}, from scripts/gpu-check)")
+    return table
+
+
+def table_entry(table: Mapping[str, Any], model: str) -> dict[str, Any] | None:
+    return next((m for m in table.get("models", []) if m.get("name") == model), None)
+
+
+def gpu_instance(prices: PriceTable, device: str) -> Instance | None:
+    """The priced instance type whose GPU is ``device`` (e.g. "NVIDIA L4"), cheapest first."""
+    from onnx_lambda.plan.managed import instance
+
+    names = [name for name, spec in prices.raw["managed_instances"]["instances"].items()
+             if spec.get("gpu") and spec["gpu"].lower() in device.lower()]
+    found = [instance(prices, name) for name in names]
+    return min(found, key=lambda i: i.per_hour, default=None)
+
+
+def priced(prices: PriceTable, inst: Instance, rps: float, utilization: float) -> float:
+    """USD per million requests for one GPU environment (the whole instance) at ``rps``."""
+    from onnx_lambda.plan.tune_managed import cost_per_million
+
+    return cost_per_million(prices, inst, inst.vcpus, rps, utilization)
+
+
+def from_table(table: Mapping[str, Any], model: str, prices: PriceTable,
+               utilization: float) -> GpuSide:
+    """The GPU side from a table ``scripts/gpu-check`` wrote."""
+    if not table.get("measured"):
+        return GpuSide(None, f"GPU variant not measured: the GPU table says "
+                             f"{table.get('reason', 'nothing was measured')}")
+    entry = table_entry(table, model)
+    device = (table.get("device") or {}).get("name", "unknown GPU")
+    if entry is None or "cuda" not in entry:
+        return GpuSide(None, f"GPU variant not measured: the GPU table has no {model!r}")
+    if not entry.get("parity", {}).get("ok"):
+        return GpuSide(None, f"GPU variant not compared: CUDA outputs of {model!r} differ "
+                             "from CPU beyond fp32 tolerance on " + device)
+    cuda = entry["cuda"]
+    where = f"{device}, scripts/gpu-check {table.get('date', '')}".strip()
+    inst = gpu_instance(prices, device)
+    if inst is None:
+        return GpuSide(None, f"GPU measured on {device} (p99 {cuda['p99_ms']:.2f} ms), but no "
+                             "priced Managed Instances type has that GPU: no cost comparison")
+    option = Option(f"GPU {inst.name} ({where})", float(cuda["p99_ms"]),
+                    priced(prices, inst, float(cuda["rps"]), utilization))
+    weights = f"; weights {entry['weights']}" if entry.get("weights") else ""
+    return GpuSide(option, f"GPU measured on {where}{weights}")
+
+
+def at_equal_p99(cpu: Sequence[Option], gpu: Option) -> dict[str, Any] | None:
+    """The cheapest CPU option and the GPU at the p99 both reach; None if no CPU option
+    (costs: USD per million requests)."""
+    compared = cheapest(cpu, [gpu]) if math.isfinite(gpu.p99_ms) else None
+    if compared is None:
+        return None
+    return {"p99_target_ms": compared["p99_target_ms"], "cpu": compared["first"],
+            "gpu": compared["second"], "cheaper": "GPU" if compared["ratio"] < 1 else "CPU",
+            "ratio_gpu_to_cpu": compared["ratio"]}
+
+
+def summary(cpu: Sequence[Option], side: GpuSide) -> tuple[str, dict[str, Any]]:
+    """The report's sentence and its JSON."""
+    if side.option is None:
+        return side.note + ".", {"measured": False, "note": side.note}
+    compared = at_equal_p99(cpu, side.option)
+    if compared is None:
+        return (f"{side.note}; no CPU setting qualified, so no comparison.",
+                {"measured": True, "note": side.note, "gpu": side.option._asdict()})
+    cpu_best, gpu = compared["cpu"], compared["gpu"]
+    text = (f"At equal p99 (≤ {compared['p99_target_ms']:.2f} ms): CPU {cpu_best['label']} "
+            f"${cpu_best['cost']:.3f} vs {gpu['label']} "
+            f"${gpu['cost']:.3f} per million requests: {compared['cheaper']} is "
+            f"cheaper ({side.note}).")
+    return text, {"measured": True, "note": side.note, **compared}
