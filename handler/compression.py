@@ -8,7 +8,7 @@ left out: they compress on their own (``minimumCompressionSize``), and decode a 
 for the API's configured ``binaryMediaTypes``, so a gzip body could reach the client as base64.
 
 Shortest float32 JSON of an embedding compresses to about 0.45× at zlib's level 1, in about a
-quarter of the time level 6 takes for 0.41× (``python -m onnx_lambda.bench.json_floats``).
+quarter of the time level 6 takes for 0.41× (``python -m benchmarks.json_floats``).
 Imported by the first large answer or coded request only: ``zlib`` stays off the cold start.
 """
 

@@ -62,8 +62,8 @@ class Client:
             self._http = httpx.Client(http2=http2, timeout=timeout, limits=limits,
                                       verify=verify,
                                       headers=None if gzip else {"accept-encoding": "identity"})
-        except ImportError as error:  # httpx names the extra: h2 is in onnx-lambda[dev]
-            raise ImportError(f"{error} (pip install 'onnx-lambda[dev]')") from None
+        except ImportError as error:  # httpx names the extra: h2 is in onnx-lambda[client]
+            raise ImportError(f"{error} (pip install 'onnx-lambda[client]')") from None
 
     def __enter__(self) -> Client:
         return self
