@@ -7,7 +7,6 @@ CloudFormation's semantics to assert on one deployment."""
 from __future__ import annotations
 
 import copy
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ def load(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 def edited(folder: Path, settings: Mapping[str, Any]) -> Path:
     """A copy of template.yaml in ``folder`` with these Settings values, edited as a user would
-    (the line of each value, nothing else), and the Dockerfile it names."""
+    (the line of each value, nothing else), beside links to the function packages it names."""
     from onnx_lambda.deploy.shipped_model import yaml_set
 
     source = load()["Mappings"]["Settings"]
@@ -49,8 +48,8 @@ def edited(folder: Path, settings: Mapping[str, Any]) -> Path:
         text = yaml_set(text, ("Mappings", "Settings", group, name), str(value))
     path = folder / TEMPLATE.name
     path.write_text(text)
-    (folder / "handler").mkdir(exist_ok=True)
-    shutil.copy(ROOT / "handler" / "Dockerfile", folder / "handler" / "Dockerfile")
+    for package in ("handler", "warmer"):
+        (folder / package).symlink_to(ROOT / package, target_is_directory=True)
     return path
 
 
