@@ -53,3 +53,15 @@ def test_guided_deploy_asks_only_the_first_deploy_parameters(
         "Allow SAM CLI IAM role creation", "Disable rollback",
         "Save arguments to configuration file", "SAM configuration file",
         "SAM configuration environment"]
+
+
+def test_samconfig_overrides_name_only_template_parameters() -> None:
+    """A saved override of a name the template lacks fails every `sam deploy`."""
+    import shlex
+    import tomllib
+
+    config = tomllib.loads((cfn.ROOT / "samconfig.toml").read_text())["default"]
+    overrides = [tables["parameters"]["parameter_overrides"] for tables in config.values()
+                 if "parameter_overrides" in tables.get("parameters", {})]
+    names = {item.partition("=")[0] for value in overrides for item in shlex.split(value)}
+    assert overrides and names <= set(cfn.load()["Parameters"])
