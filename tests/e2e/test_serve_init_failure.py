@@ -20,10 +20,8 @@ ROOT = root()
 def broken_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     model = tmp_path_factory.mktemp("broken") / "broken.onnx"
     model.write_bytes(b"not an onnx model")
-    env_vars = model.with_name("env.json")
-    env_vars.write_text(json.dumps({"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}}))
     with start_server_process(["--template", str(ROOT / "template.yaml"), "--quiet",
-                               "--env-vars", str(env_vars)], cwd=ROOT) as server:
+                               "--model", str(model)], cwd=ROOT) as server:
         yield server.url, server.errors()  # what it wrote to stderr before READY
 
 
