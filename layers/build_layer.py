@@ -6,6 +6,7 @@
     build_layer.py prune DIR                   prune an installed tree
     build_layer.py prune-model DIR             drop the model files the runtime never reads
     build_layer.py code PACKAGE DEST           copy a function package as it ships
+    build_layer.py shipped-model               the model folder template.yaml ships (models/NAME)
 
 `layers/requirements.txt` is the single source of what is installed; the Dockerfile runs the
 same `prune` and `prune-model`. Wheels are the manylinux ones for the Lambda runtime's Python and
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +45,11 @@ IMAGE_BUDGET_MB = 45
 # Manylinux tags the Lambda Python 3.12+ runtime (Amazon Linux 2023, glibc 2.34) can load.
 PLATFORMS = ("manylinux2014_{arch}", "manylinux_2_28_{arch}")
 ARCH_ALIASES = {"x86_64": "x86_64", "arm64": "aarch64"}
+TEMPLATE = ROOT / "template.yaml"
+# The model's one home: template.yaml's Mappings Model Shipped Path, in the layout
+# `onnx-lambda deploy-config` writes (read without a YAML library: this script is stdlib only).
+SHIPPED_MODEL = re.compile(r"^Mappings:\n(?:(?:[ #].*)?\n)*?  Model:\n    Shipped:\n"
+                           r"      Path: *(models/[A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*$", re.MULTILINE)
 # Of a function package, what no artifact ships: the image's build file (.dockerignore keeps it
 # out of the image's COPY) and bytecode caches.
 NOT_SHIPPED_CODE = ("Dockerfile", "__pycache__")
@@ -65,6 +72,15 @@ ORT_LIBRARY = ("capi", "libonnxruntime.so")
 # onnxruntime-gpu (same package folder): the CUDA provider is a library ORT loads through the
 # shared-provider bridge; both stay when the CUDA one is there (TensorRT's and the rest go).
 ORT_CUDA_LIBRARIES = ("libonnxruntime_providers_cuda.so", "libonnxruntime_providers_shared.so")
+
+
+def shipped_model(template: Path = TEMPLATE) -> str:
+    """``models/NAME``, the folder the image and the zip function ship (and ONNX_LAMBDA_MODEL)."""
+    match = SHIPPED_MODEL.search(template.read_text(encoding="utf-8"))
+    if match is None:
+        raise SystemExit(f"{template}: no Mappings: Model: Shipped: Path: models/NAME "
+                         "(`onnx-lambda deploy-config models/NAME` writes it)")
+    return match.group(1)
 
 
 def tree_size(root: Path) -> int:
@@ -263,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     code = sub.add_parser("code", help="copy a function package as it ships")
     code.add_argument("package", type=Path)
     code.add_argument("dest", type=Path)
+    shipped = sub.add_parser("shipped-model", help="print the model folder template.yaml ships")
+    shipped.add_argument("--template", type=Path, default=TEMPLATE)
     args = parser.parse_args(argv)
 
     if args.command == "layer":
@@ -287,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pruned {freed / MB:.1f} MB from {args.folder}")
     elif args.command == "code":
         copy_code(args.package, args.dest)
+    elif args.command == "shipped-model":
+        print(shipped_model(args.template))
     else:
         print(f"pruned {prune(args.root) / MB:.1f} MB from {args.root}")
     return 0

@@ -65,11 +65,12 @@ def reference(source: Path, feeds: Feeds) -> dict[str, Any]:
 
 @contextmanager
 def serve(folder: Path) -> Iterator[str]:
-    """The model folder behind ``template.yaml`` (``ModelPath``) on a free port → base URL."""
+    """The model folder behind ``template.yaml`` (``ONNX_LAMBDA_MODEL``, as ``sam local
+    --env-vars`` sets it) on a free port → base URL."""
     from onnx_lambda.emulator import Emulator
 
     emulator = Emulator(root() / "template.yaml", port=0, log=None, init_timeout_s=60.0,
-                        parameter_overrides={"ModelPath": str(folder)})
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(folder)}})
     with emulator.running():
         yield emulator.url
 

@@ -1,2 +1,2 @@
 """``onnx-lambda deploy-config``: which built model ``sam build && sam deploy`` ships.
-``shipped_model`` reads and sets it in every file that names it; ``commands`` is its CLI."""
+``shipped_model`` reads and sets its one home (template.yaml); ``commands`` is its CLI."""

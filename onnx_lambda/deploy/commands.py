@@ -1,11 +1,10 @@
 """``onnx-lambda deploy-config models/NAME``: make NAME the model ``sam build && sam deploy`` ships.
 
-Every place that names the shipped model is set to NAME, in place: ``template.yaml`` (both
-image functions' ``DockerBuildArgs.MODEL`` and the ``ModelPath`` parameter's default),
-``handler/Dockerfile`` (``ARG MODEL``), ``layers/Makefile`` (``MODEL ?=``) and every
-``parameter_overrides`` of ``samconfig.toml``. Only the value changes: comments and layout stay
-byte for byte. Each file is parsed back afterwards and must say exactly what was meant,
-everything else unchanged; otherwise every file is restored and the command fails (exit 2).
+One value is set, in place: ``template.yaml``'s ``Mappings: Model: Shipped: Path``, the model's one
+home. The image build (``DockerBuildArgs``), the zip build (``layers/Makefile``) and every
+function's ``ONNX_LAMBDA_MODEL`` read it; run ``sam build`` afterwards. Only the value changes:
+comments and layout stay byte for byte; the template is parsed back and must differ in that
+value only, otherwise the command fails (exit 2) and changes nothing.
 """
 
 from __future__ import annotations
@@ -41,12 +40,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"onnx-lambda deploy-config: {error}", file=sys.stderr)
         return 2
     for path in changed:
-        print(f"  {path}: model {name}")
+        print(f"  {path}: Mappings Model Shipped Path: models/{name}")
     print(f"{'set' if changed else 'already set'}: models/{name} is what "
-          "`sam build && sam deploy` ships")
+          "`sam build && sam deploy` ships (run `sam build` again)")
     if needs_text_requirements(args.root, name):
         print("note: this model takes text (its tokenizer needs the tokenizers package): add "
-              "`EXTRA_REQUIREMENTS: "
-              f"requirements-text.txt` beside `MODEL: {name}` under DockerBuildArgs in "
-              f"{TEMPLATE}", file=sys.stderr)
+              "`EXTRA_REQUIREMENTS: requirements-text.txt` beside `MODEL` under "
+              f"DockerBuildArgs in {TEMPLATE}", file=sys.stderr)
     return 0

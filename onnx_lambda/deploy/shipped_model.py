@@ -1,27 +1,24 @@
-"""The model ``sam build && sam deploy`` ships: read it from, and set it in, every file that
-names it (``onnx-lambda deploy-config``; ``commands`` is its CLI).
+"""The model ``sam build && sam deploy`` ships: read it from, and set it in, its one home,
+``template.yaml``'s ``Mappings: Model: Shipped: Path`` (``onnx-lambda deploy-config``;
+``commands`` is its CLI). Every consumer reads that value:
 
-- ``template.yaml``: ``Metadata.DockerBuildArgs.MODEL`` of ``InferenceFunction`` and
-  ``InferenceManagedFunction`` (what the images copy) and the ``ModelPath`` parameter's
-  ``Default`` (``ONNX_LAMBDA_MODEL`` of every variant);
-- ``handler/Dockerfile``: ``ARG MODEL=NAME`` (a plain ``docker build`` ships the same);
-- ``layers/Makefile``: ``MODEL ?= NAME`` (the zip + layer variant, strategy ``snapstart``);
-- ``samconfig.toml``: ``ModelPath="models/NAME"`` in every ``parameter_overrides`` (a value saved
-  there by ``sam deploy --guided`` would otherwise win over the template's default).
+- the image functions' ``Metadata.DockerBuildArgs.MODEL`` (``Fn::FindInMap``, which SAM CLI
+  resolves when it builds), so handler/Dockerfile copies that folder and sets
+  ``ONNX_LAMBDA_MODEL`` to it;
+- layers/Makefile (the zip + layer variant, strategy ``snapstart``), through
+  ``layers/build_layer.py shipped-model``;
+- every inference function's ``ONNX_LAMBDA_MODEL`` (unless the ``ModelS3Uri`` parameter is set).
 
-The edits are targeted line edits: only the value changes, comments and layout stay byte for
-byte. (ruamel.yaml and tomlkit come only with aws-sam-cli, not with this tool's own
-dependencies, and a YAML round trip re-flows CloudFormation's folded strings and flow
-mappings.) Each file is parsed back afterwards and must say exactly what was meant, everything
-else unchanged; otherwise every file is restored and the edit fails.
+samconfig.toml does not name the model. The edit is a targeted line edit: only the value
+changes, comments and layout stay byte for byte (a YAML round trip re-flows CloudFormation's
+folded strings and flow mappings). The template is parsed back afterwards and must differ in
+that value only; otherwise it is restored and the edit fails.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +26,8 @@ from handler.manifest import takes_text
 from onnx_lambda.emulator.intrinsics import parse_yaml
 
 TEMPLATE = "template.yaml"
-DOCKERFILE = "handler/Dockerfile"
-MAKEFILE = "layers/Makefile"
-SAMCONFIG = "samconfig.toml"
-# Both image functions: InferenceFunction, and InferenceManagedFunction (Managed Instances).
-BUILD_ARGS = tuple(("Resources", function, "Metadata", "DockerBuildArgs", "MODEL")
-                   for function in ("InferenceFunction", "InferenceManagedFunction"))
-MODEL_PATH = ("Parameters", "ModelPath", "Default")
+SHIPPED = ("Mappings", "Model", "Shipped", "Path")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-DOCKER_ARG = re.compile(r"^ARG MODEL=(\S*)[ \t]*$", re.MULTILINE)
-MAKE_DEFAULT = re.compile(r"^MODEL \?= *(\S*)[ \t]*$", re.MULTILINE)
 
 
 class DeployConfigError(Exception):
@@ -54,7 +43,8 @@ def needs_text_requirements(root: Path, name: str) -> bool:
                           manifest.get("files") or {})
     except (OSError, ValueError, AttributeError):
         return False
-    build_args = _get(parse_yaml((root / TEMPLATE).read_text(encoding="utf-8")), BUILD_ARGS[0][:-1])
+    template = parse_yaml((root / TEMPLATE).read_text(encoding="utf-8"))
+    build_args = template["Resources"]["InferenceFunction"]["Metadata"]["DockerBuildArgs"]
     return text and "EXTRA_REQUIREMENTS" not in build_args
 
 
@@ -79,78 +69,26 @@ def model_name(root: Path, model: Path) -> str:
 
 
 def apply(root: Path, name: str) -> list[str]:
-    """Set NAME everywhere; returns the files that changed. All or nothing."""
-    from onnx_lambda.plan.sizing import write_samconfig
-
-    paths = {rel: root / rel for rel in (TEMPLATE, DOCKERFILE, MAKEFILE, SAMCONFIG)}
-    before = {rel: path.read_text(encoding="utf-8") if path.exists() else None
-              for rel, path in paths.items()}
-    for rel in (TEMPLATE, DOCKERFILE, MAKEFILE):
-        if before[rel] is None:
-            raise DeployConfigError(f"{paths[rel]} not found: run from the project root "
-                                    "or pass --root")
-    try:
-        template = before[TEMPLATE] or ""
-        for build_arg in BUILD_ARGS:
-            template = yaml_set(template, build_arg, name)
-        paths[TEMPLATE].write_text(yaml_set(template, MODEL_PATH, f"models/{name}"), "utf-8")
-        paths[DOCKERFILE].write_text(_replace_one(DOCKER_ARG, before[DOCKERFILE] or "",
-                                                  f"ARG MODEL={name}", DOCKERFILE), "utf-8")
-        paths[MAKEFILE].write_text(_replace_one(MAKE_DEFAULT, before[MAKEFILE] or "",
-                                                f"MODEL ?= {name}", MAKEFILE), "utf-8")
-        for section in samconfig_sections(before[SAMCONFIG]):
-            write_samconfig(paths[SAMCONFIG], f"models/{name}", parameter="ModelPath",
-                            section=section)
-        _verify(root, before, name)
-    except BaseException:
-        for rel, text in before.items():  # all or nothing
-            if text is None:
-                paths[rel].unlink(missing_ok=True)
-            else:
-                paths[rel].write_text(text, encoding="utf-8")
-        raise
-    return [rel for rel, path in paths.items() if path.read_text(encoding="utf-8") != before[rel]]
+    """Make ``models/NAME`` the shipped model; returns the files that changed (none or the
+    template). All or nothing."""
+    path = root / TEMPLATE
+    if not path.is_file():
+        raise DeployConfigError(f"{path} not found: run from the project root or pass --root")
+    before = path.read_text(encoding="utf-8")
+    after = yaml_set(before, SHIPPED, f"models/{name}")
+    expected = parse_yaml(before)
+    _set(expected, SHIPPED, f"models/{name}")
+    if parse_yaml(after) != expected:
+        raise DeployConfigError(f"{TEMPLATE}: the edit would change more than the model")
+    if after == before:
+        return []
+    path.write_text(after, encoding="utf-8")
+    return [TEMPLATE]
 
 
-def shipped(root: Path) -> dict[str, str | None]:
-    """The model each place names (None: a samconfig section that leaves it to the template)."""
-    template = parse_yaml((root / TEMPLATE).read_text(encoding="utf-8"))
-    names: dict[str, str | None] = {
-        "template DockerBuildArgs": str(_get(template, BUILD_ARGS[0])),
-        "template managed DockerBuildArgs": str(_get(template, BUILD_ARGS[1])),
-        "template ModelPath": str(_get(template, MODEL_PATH)).removeprefix("models/"),
-    }
-    for pattern, rel in ((DOCKER_ARG, DOCKERFILE), (MAKE_DEFAULT, MAKEFILE)):
-        found = pattern.findall((root / rel).read_text(encoding="utf-8"))
-        names[rel] = " | ".join(found) or None  # several lines: a disagreement
-    samconfig = root / SAMCONFIG
-    text = samconfig.read_text(encoding="utf-8") if samconfig.exists() else None
-    for section, overrides in _overrides(text).items():
-        value = overrides.get("ModelPath")
-        names[f"samconfig [{section}]"] = value.removeprefix("models/") if value else None
-    return names
-
-
-def samconfig_sections(text: str | None) -> list[str]:
-    """Sections to set: every one with ``parameter_overrides``, and the deploy defaults."""
-    sections = list(_overrides(text))
-    default = "default.deploy.parameters"
-    return sections if default in sections else [default, *sections]
-
-
-def _overrides(text: str | None) -> dict[str, dict[str, str]]:
-    if text is None:
-        return {}
-    data = tomllib.loads(text)
-    found = {}
-    for env, commands in data.items():
-        for command, tables in (commands.items() if isinstance(commands, dict) else ()):
-            parameters = tables.get("parameters") if isinstance(tables, dict) else None
-            value = parameters.get("parameter_overrides") if isinstance(parameters, dict) else None
-            if isinstance(value, str):
-                found[f"{env}.{command}.parameters"] = dict(
-                    item.split("=", 1) for item in shlex.split(value) if "=" in item)
-    return found
+def shipped(root: Path) -> str:
+    """``models/NAME``: the model the template ships."""
+    return str(_get(parse_yaml((root / TEMPLATE).read_text(encoding="utf-8")), SHIPPED))
 
 
 # -- YAML: a targeted edit of one scalar, checked by parsing back ----------------------------
@@ -197,27 +135,3 @@ def _get(tree: Any, path: tuple[str, ...]) -> Any:
 
 def _set(tree: Any, path: tuple[str, ...], value: str) -> None:
     _get(tree, path[:-1])[path[-1]] = value
-
-
-def _replace_one(pattern: re.Pattern[str], text: str, line: str, rel: str) -> str:
-    if len(pattern.findall(text)) != 1:
-        raise DeployConfigError(f"{rel}: expected exactly one line like {line!r}")
-    return pattern.sub(line, text)
-
-
-def _verify(root: Path, before: dict[str, str | None], name: str) -> None:
-    """Parse every file back: the model is NAME everywhere, nothing else differs."""
-    after = {rel: (root / rel).read_text(encoding="utf-8") for rel in before}
-    expected = parse_yaml(before[TEMPLATE] or "")
-    for build_arg in BUILD_ARGS:
-        _set(expected, build_arg, name)
-    _set(expected, MODEL_PATH, f"models/{name}")
-    if parse_yaml(after[TEMPLATE]) != expected:
-        raise DeployConfigError(f"{TEMPLATE}: the edit changed more than the model; restored")
-    old, new = _overrides(before[SAMCONFIG]), _overrides(after[SAMCONFIG])
-    for section, overrides in new.items():
-        if {**old.get(section, {}), "ModelPath": f"models/{name}"} != overrides:
-            raise DeployConfigError(f"{SAMCONFIG} [{section}]: unexpected overrides; restored")
-    names = {where: model for where, model in shipped(root).items() if model is not None}
-    if set(names.values()) != {name}:
-        raise DeployConfigError(f"files disagree after the edit: {names}; restored")

@@ -27,7 +27,7 @@ SERVER_TIMING_ROUNDING_MS = 0.0005  # handler/telemetry.py writes dur=%.3f
 
 def serve(model: Path, **options: Any) -> Emulator:
     return Emulator(ROOT / "template.yaml", port=0, log=None,
-                    parameter_overrides={"ModelPath": str(model)}, **options)
+                    env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}}, **options)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ X = {"x": np.ones((1, 4), dtype=np.float32)}
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
     emulator = Emulator(ROOT / "template.yaml", port=0, log=None, tls=True,
-                        parameter_overrides={"ModelPath": str(model)})
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}})
     with emulator.running():
         yield emulator
     assert emulator.tls_cert is None  # the self-signed pair is removed with the servers

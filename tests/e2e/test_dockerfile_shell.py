@@ -1,5 +1,5 @@
 """handler/Dockerfile's shell: RUNTIME_REQUIREMENTS (the ARG's default, or the GPU file) and
-EXTRA_REQUIREMENTS expand, in a real `sh`, to one `-r` per file."""
+EXTRA_REQUIREMENTS expand, in a real `sh`, to one `-r` per file; MODEL must name models/NAME."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from tests.support import cfn
-from tests.unit.test_dockerfile import DOCKERFILE, instructions, stages
+from tests.unit.test_dockerfile import DOCKERFILE, instructions, model_guard, stages
 
 pytestmark = pytest.mark.e2e
 
@@ -37,3 +37,12 @@ def test_extra_requirements_expand_to_one_requirements_file_each(
         assert (cfn.ROOT / "layers" / name).is_file()
 
 
+@pytest.mark.parametrize(("model", "refused"), [
+    ("models/digits", False), ("", True), ("models/", True), ("digits", True), (".", True)])
+def test_a_model_build_arg_other_than_a_model_folder_stops_the_build(model: str,
+                                                                      refused: bool) -> None:
+    guard = model_guard(DockerfileParser(path=str(DOCKERFILE)))
+    result = subprocess.run(["sh", "-c", guard], env={"MODEL": model}, capture_output=True,
+                            text=True)
+    assert (result.returncode != 0) is refused
+    assert ("MODEL=models/NAME is required" in result.stderr) is refused

@@ -24,7 +24,7 @@ from onnx_lambda.emulator.template import FunctionSpec, TemplateSpec
 from onnx_lambda.server_process import ServerProcess, start_server_process
 from onnx_lambda.source_tree import root
 from tests.e2e.emulator_support import HANDLERS, lambda_client
-from tests.support import models
+from tests.support import cfn, models
 from tests.support.s3_server import Counting, s3_server_fixture
 
 s3_server = s3_server_fixture
@@ -32,9 +32,9 @@ pytestmark = pytest.mark.e2e
 ROOT = root()
 WORKERS = 3
 FUNCTION = "InferenceManagedFunction"
+OVERRIDES = {"ColdStartStrategy": "managed-instances", "CapacityProviderSubnetIds": "subnet-1"}
 # 4096 MB at 4 GiB per vCPU: one vCPU shared by the workers
-OVERRIDES = {"ColdStartStrategy": "managed-instances", "CapacityProviderSubnetIds": "subnet-1",
-             "ManagedInstancesConcurrency": str(WORKERS), "ManagedInstancesMemoryPerVCpu": "4"}
+SETTINGS = {"ManagedInstancesConcurrency": WORKERS, "ManagedInstancesMemoryPerVCpu": 4}
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -50,11 +50,24 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(model: Path) -> Iterator[tuple[Emulator, list[str]]]:
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """template.yaml with the Managed Instances settings above."""
+    return cfn.edited(tmp_path_factory.mktemp("project"), SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def env_vars(model: Path) -> Path:
+    path = model.with_name("env.json")
+    path.write_text(json.dumps({"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(model: Path, template: Path) -> Iterator[tuple[Emulator, list[str]]]:
     lines: list[str] = []
-    emulator = Emulator(ROOT / "template.yaml", port=0, log=lines.append, concurrency=1,
-                        init_timeout_s=60.0,
-                        parameter_overrides={**OVERRIDES, "ModelPath": str(model)})
+    emulator = Emulator(template, port=0, log=lines.append, concurrency=1, init_timeout_s=60.0,
+                        parameter_overrides=OVERRIDES,
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}})
     with emulator.running():
         yield emulator, lines
 
@@ -122,14 +135,13 @@ def test_memory_is_the_whole_environment_and_the_cpu_share_is_shared(
 
 
 def test_the_workers_share_one_tmp_and_one_download(
-        tmp_path: Path, model: Path, s3_server: tuple[str, Counting]) -> None:
+        tmp_path: Path, model: Path, template: Path, s3_server: tuple[str, Counting]) -> None:
     _, counting = s3_server
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="models")
     s3.upload_file(str(model), "models", "lin/model.onnx")
     cache = tmp_path / "tmp" / "onnx-lambda"  # the environment's /tmp, as the handler uses it
-    emulator = Emulator(ROOT / "template.yaml", port=0, log=None, concurrency=1,
-                        init_timeout_s=60.0,
+    emulator = Emulator(template, port=0, log=None, concurrency=1, init_timeout_s=60.0,
                         env_vars={FUNCTION: {"ONNX_LAMBDA_S3_CACHE_DIR": str(cache)}},
                         parameter_overrides={**OVERRIDES,
                                              "ModelS3Uri": "s3://models/lin/model.onnx"})
@@ -185,9 +197,10 @@ def gone(processes: list[psutil.Process]) -> bool:
     return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
 
 
-def test_serve_prints_the_processes_and_sigterm_leaves_no_orphans(model: Path) -> None:
-    overrides = " ".join(f"{k}={v}" for k, v in {**OVERRIDES, "ModelPath": model}.items())
-    server = serve(ROOT / "template.yaml", "--parameter-overrides", overrides)
+def test_serve_prints_the_processes_and_sigterm_leaves_no_orphans(template: Path,
+                                                                  env_vars: Path) -> None:
+    overrides = " ".join(f"{k}={v}" for k, v in OVERRIDES.items())
+    server = serve(template, "--parameter-overrides", overrides, "--env-vars", str(env_vars))
     try:
         assert f"Managed Instances: {WORKERS} processes per environment" in server.errors()
         ping(lambda_client(server.url))

@@ -1,5 +1,6 @@
 """The real handler (``handler.app.handler``) behind the project's own ``template.yaml``,
-served by the emulator with a tiny generated model (``ModelPath`` override)."""
+served by the emulator with a tiny generated model (``ONNX_LAMBDA_MODEL`` through ``env_vars``,
+as ``sam local --env-vars`` sets it)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ ROOT = root()
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
     emulator = Emulator(ROOT / "template.yaml", port=0, log=None,
-                        parameter_overrides={"ModelPath": str(model)})
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}})
     with emulator.running():
         yield emulator
 

@@ -91,10 +91,11 @@ def serve_in_isolation(package: Path, layer: Path, model: Path,
 
 
 def package_zip_function(models_dir: Path, name: str, package: Path) -> Path:
-    """layers/Makefile's zip function, as `sam build` makes it; returns the packaged model."""
+    """layers/Makefile's zip function, as `sam build` makes it; returns the packaged model.
+    MODEL on the command line stands in for template.yaml's (the test's models live elsewhere)."""
     subprocess.run(["make", "-f", "layers/Makefile", "build-InferenceZipFunction",
                     f"ARTIFACTS_DIR={package}",
-                    f"MODEL={os.path.relpath(models_dir / name, ROOT / 'models')}"],
+                    f"MODEL={os.path.relpath(models_dir / name, ROOT)}"],
                    cwd=ROOT, check=True, capture_output=True, timeout=120)
     assert not (package / "handler" / "Dockerfile").exists()
     (packaged_model,) = (package / "models").iterdir()

@@ -21,8 +21,7 @@ def broken_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     model = tmp_path_factory.mktemp("broken") / "broken.onnx"
     model.write_bytes(b"not an onnx model")
     with start_server_process(["--template", str(ROOT / "template.yaml"), "--quiet",
-                               "--parameter-overrides", f"ModelPath={model}"],
-                              cwd=ROOT) as server:
+                               "--model", str(model)], cwd=ROOT) as server:
         yield server.url, server.errors()  # what it wrote to stderr before READY
 
 

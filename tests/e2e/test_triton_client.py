@@ -31,7 +31,7 @@ IDS = np.array([[1, 2], [3, -4]], dtype=np.int64)
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     model = models.multi_io(tmp_path_factory.mktemp("model") / f"{MODEL}.onnx")
     emulator = Emulator(ROOT / "template.yaml", port=0, log=None,
-                        parameter_overrides={"ModelPath": str(model)})
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}})
     with emulator.running():
         yield emulator
 

@@ -31,15 +31,20 @@ N = 3
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
     port = free_port()
-    overrides = (f"ColdStartStrategy=warmer WarmerConcurrency={N} WarmerHoldMs=300 "
-                 f"ModelPath={model}")
+    # the model, and the warmer's settings as the template's Warmer mapping would set them
+    env_vars = model.with_name("env.json")
+    env_vars.write_text(json.dumps({
+        "Parameters": {"ONNX_LAMBDA_MODEL": str(model)},
+        "WarmerFunction": {"ONNX_LAMBDA_WARM_CONCURRENCY": str(N),
+                           "ONNX_LAMBDA_WARM_HOLD_MS": "300"}}))
     # The WarmerFunction running inside the emulator calls back into it, as boto3 would call
     # Lambda: the emulator passes these through to its environments.
     env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     command = [str(Path(sys.executable).with_name("onnx-lambda")), "serve",
                "--template", "template.yaml", "--port", str(port),
-               "--parameter-overrides", overrides, "--concurrency", str(N + 1), "--quiet"]
+               "--parameter-overrides", "ColdStartStrategy=warmer", "--env-vars", str(env_vars),
+               "--concurrency", str(N + 1), "--quiet"]
     with server_process.start(command, cwd=ROOT, env=env) as server:
         yield server.url
 

@@ -1,11 +1,14 @@
-"""template.yaml as CloudFormation would see it for given parameters: SAM-transformed, then
-conditions evaluated (resources whose condition is false dropped, ``Fn::If`` taken, parameter
-``Ref``s replaced). Enough of CloudFormation's semantics to assert on one deployment."""
+"""template.yaml as CloudFormation would see it for given parameters and settings (the values of
+its ``Settings`` mapping, as a user edits them): SAM-transformed, then conditions evaluated
+(resources whose condition is false dropped, ``Fn::If`` taken, parameter ``Ref``s and
+``Fn::FindInMap`` replaced, ``Fn::Split``/``Fn::Select`` of known values taken). Enough of
+CloudFormation's semantics to assert on one deployment."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from onnx_lambda.source_tree import root
@@ -20,10 +23,34 @@ class _NoManagedPolicies:
         return {}
 
 
-def load() -> dict[str, Any]:
+def load(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The template; ``settings`` replace values of its ``Settings`` mapping, by name."""
     from samtranslator.yaml_helper import yaml_parse
 
-    return yaml_parse(TEMPLATE.read_text())
+    template = yaml_parse(TEMPLATE.read_text())
+    groups = template["Mappings"]["Settings"]
+    for name, value in (settings or {}).items():
+        (group,) = [values for values in groups.values() if name in values] or [None]
+        assert group is not None, f"not a setting: {name}"
+        group[name] = value
+    return template
+
+
+def edited(folder: Path, settings: Mapping[str, Any]) -> Path:
+    """A copy of template.yaml in ``folder`` with these Settings values, edited as a user would
+    (the line of each value, nothing else), beside links to the function packages it names."""
+    from onnx_lambda.deploy.shipped_model import yaml_set
+
+    source = load()["Mappings"]["Settings"]
+    text = TEMPLATE.read_text()
+    for name, value in settings.items():
+        (group,) = [group for group, values in source.items() if name in values]
+        text = yaml_set(text, ("Mappings", "Settings", group, name), str(value))
+    path = folder / TEMPLATE.name
+    path.write_text(text)
+    for package in ("handler", "warmer"):
+        (folder / package).symlink_to(ROOT / package, target_is_directory=True)
+    return path
 
 
 def packaged(template: dict[str, Any]) -> dict[str, Any]:
@@ -46,18 +73,21 @@ def parameters(template: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     return {**values, **overrides}
 
 
-def transform(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def transform(overrides: Mapping[str, Any] | None = None,
+              settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from samtranslator.translator.transform import transform as sam_transform
 
-    source = load()
+    source = load(settings)
     params = parameters(source, overrides or {})
     return sam_transform(packaged(source), params, _NoManagedPolicies())
 
 
-def deployed(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The transformed template with every condition decided by the parameters."""
-    transformed = transform(overrides)
+def deployed(overrides: Mapping[str, Any] | None = None,
+             settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The transformed template with every condition decided by the parameters and settings."""
+    transformed = transform(overrides, settings)
     params = parameters(load(), overrides or {})
+    mappings = transformed["Mappings"]
     conditions: dict[str, bool] = {}
     raw_conditions = transformed.get("Conditions", {})
 
@@ -79,6 +109,15 @@ def deployed(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
                 return params[arg]
             if key == "Condition":
                 return condition(arg)
+            if key == "Fn::FindInMap":
+                mapping, top, second = (evaluate(v) for v in arg)
+                return mappings[mapping][top][second]
+            if key == "Fn::Split":
+                separator, text = (evaluate(v) for v in arg)
+                return text.split(separator) if isinstance(text, str) else node
+            if key == "Fn::Select":
+                index, items = (evaluate(v) for v in arg)
+                return items[int(index)] if isinstance(items, list) else node
             if key == "Fn::If":
                 return evaluate(arg[1] if condition(arg[0]) else arg[2])
             if key == "Fn::Equals":

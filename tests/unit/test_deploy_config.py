@@ -1,21 +1,17 @@
-"""``onnx-lambda deploy-config models/NAME``: template, Dockerfile, Makefile and samconfig all name
-the model afterwards, with comments and every other line untouched."""
+"""``onnx-lambda deploy-config models/NAME``: the model's one home (template.yaml's Mappings Model)
+changes, one line, comments and every other line untouched; every consumer reads that home."""
 
 from __future__ import annotations
 
 import difflib
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
-from dockerfile_parse import DockerfileParser
 
 from onnx_lambda import cli
 from onnx_lambda.deploy.shipped_model import (
-    DOCKERFILE,
-    MAKEFILE,
-    SAMCONFIG,
+    SHIPPED,
     TEMPLATE,
     DeployConfigError,
     apply,
@@ -24,16 +20,15 @@ from onnx_lambda.deploy.shipped_model import (
 )
 from onnx_lambda.emulator.intrinsics import parse_yaml
 from tests.support import cfn
+from tests.support.layer import build_layer
 
-FILES = (TEMPLATE, DOCKERFILE, MAKEFILE, SAMCONFIG)
+FIND_IN_MAP = {"Fn::FindInMap": list(SHIPPED[1:])}
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A copy of the files the step edits, and one built model folder."""
-    for rel in FILES:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(cfn.ROOT / rel, tmp_path / rel)
+    """A copy of the template, and one built model folder."""
+    shutil.copy(cfn.TEMPLATE, tmp_path / TEMPLATE)
     (tmp_path / "models" / "detector-v2").mkdir(parents=True)
     (tmp_path / "models" / "detector-v2" / "model.json").write_text("{}")
     return tmp_path
@@ -49,47 +44,53 @@ def changed_lines(before: str, after: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def test_the_repository_files_agree_on_the_shipped_model() -> None:
-    named = shipped(cfn.ROOT)
-    assert len({model for model in named.values() if model is not None}) == 1, named
-    assert None not in (named["template DockerBuildArgs"], named[DOCKERFILE], named[MAKEFILE])
+def test_every_consumer_reads_the_one_home() -> None:
+    template = cfn.load()
+    resources = template["Resources"]
+    for function in ("InferenceFunction", "InferenceManagedFunction"):
+        assert resources[function]["Metadata"]["DockerBuildArgs"]["MODEL"] == FIND_IN_MAP
+    for function in ("InferenceFunction", "InferenceZipFunction", "InferenceManagedFunction"):
+        variables = resources[function]["Properties"]["Environment"]["Variables"]
+        assert variables["ONNX_LAMBDA_MODEL"] == {
+            "Fn::If": ["HasModelS3Uri", {"Ref": "ModelS3Uri"}, FIND_IN_MAP]}
+    # nobody else names a model: no default in the Dockerfile or the Makefile, none in samconfig
+    dockerfile = (cfn.ROOT / "handler" / "Dockerfile").read_text()
+    assert "\nARG MODEL\n" in dockerfile and "ARG MODEL=" not in dockerfile
+    makefile = (cfn.ROOT / "layers" / "Makefile").read_text()
+    assert "\nMODEL := $(shell $(PYTHON) layers/build_layer.py shipped-model)\n" in makefile
+    assert "digits" not in (cfn.ROOT / "samconfig.toml").read_text()
+    assert build_layer.shipped_model() == shipped(cfn.ROOT) == "models/digits"
 
 
-def test_every_place_names_the_model_and_nothing_else_changes(project: Path) -> None:
-    before = {rel: (project / rel).read_text() for rel in FILES}
-    assert sorted(apply(project, "detector-v2")) == sorted(FILES)
-    after = {rel: (project / rel).read_text() for rel in FILES}
+# samtranslator's own validator (which SAM CLI runs) warns about jsonschema's RefResolver
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_sam_cli_resolves_the_image_build_argument_from_the_mapping(project: Path) -> None:
+    """What `sam build` hands to `docker build`: the functions' Metadata as SAM CLI's providers
+    resolve it (Fn::FindInMap included), after a deploy-config."""
+    from samcli.lib.providers.sam_function_provider import SamFunctionProvider
+    from samcli.lib.providers.sam_stack_provider import SamLocalStackProvider
 
-    assert set(shipped(project).values()) == {"detector-v2"}
-    template = parse_yaml(after[TEMPLATE])
-    assert template["Parameters"]["ModelPath"]["Default"] == "models/detector-v2"
-    metadata = template["Resources"]["InferenceFunction"]["Metadata"]
-    assert metadata["DockerBuildArgs"] == {"MODEL": "detector-v2"}
-    managed = template["Resources"]["InferenceManagedFunction"]["Metadata"]["DockerBuildArgs"]
-    assert managed["MODEL"] == "detector-v2"  # the Managed Instances image ships the same model
-    args = [i["value"] for i in DockerfileParser(path=str(project / DOCKERFILE)).structure
-            if i["instruction"] == "ARG"]
-    assert "MODEL=detector-v2" in args
-    overrides = [section["parameters"].get("parameter_overrides")
-                 for section in tomllib.loads(after[SAMCONFIG])["default"].values()]
-    overrides = [value for value in overrides if value is not None]
-    assert len(overrides) == 3
-    assert all('ModelPath="models/detector-v2"' in value for value in overrides)
+    apply(project, "detector-v2")
+    overrides = {"ColdStartStrategy": "managed-instances",
+                 "CapacityProviderSubnetIds": "subnet-0a1"}
+    for strategy, function in (({}, "InferenceFunction"), (overrides, "InferenceManagedFunction")):
+        stacks, _ = SamLocalStackProvider.get_stacks(str(project / TEMPLATE),
+                                                     parameter_overrides=strategy)
+        metadata = SamFunctionProvider(stacks).get(function).metadata
+        assert metadata["DockerBuildArgs"]["MODEL"] == "models/detector-v2"
 
-    # targeted edits: the same number of lines, only the value lines differ, comments intact
-    assert [len(changed_lines(before[rel], after[rel])) for rel in FILES] == [3, 1, 1, 3]
-    for rel in FILES:
-        comments = [line for line in before[rel].splitlines() if line.lstrip().startswith("#")]
-        assert comments and all(line in after[rel].splitlines() for line in comments), rel
-    assert changed_lines(before[TEMPLATE], after[TEMPLATE]) == [
-        ("    Default: models/digits", "    Default: models/detector-v2"),
-        ("        MODEL: digits", "        MODEL: detector-v2"),
-        ("        MODEL: digits", "        MODEL: detector-v2")]
 
+def test_the_model_is_one_line_and_nothing_else_changes(project: Path) -> None:
+    before = (project / TEMPLATE).read_text()
+    assert apply(project, "detector-v2") == [TEMPLATE]
+    after = (project / TEMPLATE).read_text()
+    assert changed_lines(before, after) == [("      Path: models/digits",
+                                             "      Path: models/detector-v2")]
+    assert shipped(project) == "models/detector-v2"
+    assert build_layer.shipped_model(project / TEMPLATE) == "models/detector-v2"
     assert apply(project, "detector-v2") == []  # idempotent
     apply(project, "digits")  # and reversible, byte for byte
-    for rel in (TEMPLATE, DOCKERFILE, MAKEFILE):
-        assert (project / rel).read_text() == before[rel]
+    assert (project / TEMPLATE).read_text() == before
 
 
 def test_the_edited_template_still_passes_cfn_lint(project: Path) -> None:
@@ -98,13 +99,6 @@ def test_the_edited_template_still_passes_cfn_lint(project: Path) -> None:
     apply(project, "detector-v2")
     matches = lint((project / TEMPLATE).read_text(), config=ManualArgs(regions=["us-east-1"]))
     assert [str(m) for m in matches] == []
-
-
-def test_a_missing_samconfig_gets_the_deploy_section(project: Path) -> None:
-    (project / SAMCONFIG).unlink()
-    apply(project, "detector-v2")
-    params = tomllib.loads((project / SAMCONFIG).read_text())["default"]["deploy"]["parameters"]
-    assert params == {"parameter_overrides": 'ModelPath="models/detector-v2"'}
 
 
 @pytest.mark.parametrize(("make", "message"), [
@@ -124,20 +118,24 @@ def test_what_cannot_ship_is_refused_with_the_fix(project: Path, make: object,
         model_name(project, path)
 
 
-def test_a_template_it_cannot_edit_changes_no_file(project: Path) -> None:
+def test_a_template_it_cannot_edit_is_left_as_it_was(project: Path) -> None:
     template = project / TEMPLATE
-    template.write_text(template.read_text().replace("        MODEL: digits\n",
-                                                     "        {MODEL: digits}\n", 1))
-    before = {rel: (project / rel).read_text() for rel in FILES}
-    with pytest.raises(DeployConfigError, match=r"DockerBuildArgs\.MODEL"):
+    template.write_text(template.read_text().replace("      Path: models/digits\n",
+                                                     "      Path: [models/digits]\n", 1))
+    before = template.read_text()
+    with pytest.raises(DeployConfigError, match=r"Mappings\.Model\.Shipped\.Path"):
         apply(project, "detector-v2")
-    assert {rel: (project / rel).read_text() for rel in FILES} == before
+    assert template.read_text() == before
+    with pytest.raises(SystemExit, match="deploy-config"):  # and the zip build says so too
+        build_layer.shipped_model(template)
 
 
 def test_the_command(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = project / "models" / "detector-v2"
     assert cli.main(["deploy-config", str(model), "--root", str(project)]) == 0
     assert "models/detector-v2 is what `sam build && sam deploy` ships" in capsys.readouterr().out
+    assert parse_yaml((project / TEMPLATE).read_text())["Mappings"]["Model"] == {
+        "Shipped": {"Path": "models/detector-v2"}}
     assert cli.main(["deploy-config", str(project / "models" / "nope"),
                      "--root", str(project)]) == 2
     assert "model.json missing" in capsys.readouterr().err

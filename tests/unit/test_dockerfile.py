@@ -63,14 +63,14 @@ def test_dependencies_come_from_the_layer_requirements_only(parsed: DockerfilePa
 def test_only_the_manifests_chosen_model_file_reaches_the_image(
         parsed: DockerfileParser) -> None:
     deps, final = stages(parsed)
-    assert ["models/${MODEL}/", "/model/"] in [shlex.split(i["value"]) for i in deps
-                                               if i["instruction"] == "COPY"]
+    assert ["${MODEL}/", "/model/"] in [shlex.split(i["value"]) for i in deps
+                                        if i["instruction"] == "COPY"]
     runs = [shlex.split(i["value"]) for i in deps if i["instruction"] == "RUN"]
     assert ["python", "/build/build_layer.py", "prune-model", "/model",
             "--requirements", "/build/${RUNTIME_REQUIREMENTS}"] in runs
     # the final stage takes the pruned folder, never the build context's models/ (both files)
     copies = [shlex.split(i["value"]) for i in final if i["instruction"] == "COPY"]
-    assert ["--from=deps", "/model/", "${LAMBDA_TASK_ROOT}/models/${MODEL}/"] in copies
+    assert ["--from=deps", "/model/", "${LAMBDA_TASK_ROOT}/${MODEL}/"] in copies
     assert not any(args[0].startswith("models/") for args in copies)
 
 
@@ -84,19 +84,31 @@ def test_final_stage_copies_code_and_model_and_runs_the_handler(parsed: Dockerfi
     assert any("compileall" in run and run.index("compileall") < run.find(
         "cd ${LAMBDA_TASK_ROOT} && python -m handler.bundle") for run in runs), runs
     assert json.loads(instructions(parsed, "CMD")[-1]) == ["handler.app.handler"]
-    # MODEL is declared once (deploy-config edits that line) and imported by both stages
+    # MODEL has no default (template.yaml is its one home) and both stages import it
     assert all("ARG" in [i["instruction"] for i in stage if i["value"] == "MODEL"]
                for stage in stages(parsed))
+    assert not [v for v in instructions(parsed, "ARG") if v.startswith("MODEL=")]
+    assert instructions(parsed, "ENV") == ["ONNX_LAMBDA_MODEL=${MODEL}"]
 
 
-def test_model_build_arg_matches_the_template(parsed: DockerfileParser) -> None:
+def test_the_image_runs_the_templates_command(parsed: DockerfileParser) -> None:
     source = cfn.load()
-    (model_arg,) = [v for v in instructions(parsed, "ARG") if v.startswith("MODEL=")]
-    build_args = source["Resources"]["InferenceFunction"]["Metadata"]["DockerBuildArgs"]
-    assert model_arg == f"MODEL={build_args['MODEL']}"
-    assert source["Parameters"]["ModelPath"]["Default"] == f"models/{build_args['MODEL']}"
     command = source["Resources"]["InferenceFunction"]["Properties"]["ImageConfig"]["Command"]
     assert command == json.loads(instructions(parsed, "CMD")[-1])
+
+
+def model_guard(parsed: DockerfileParser) -> str:
+    """The deps stage's check of MODEL, which must run before its ``COPY ${MODEL}/``: an empty
+    MODEL would copy the whole build context (tests/e2e/test_dockerfile_shell.py runs it)."""
+    deps = stages(parsed)[0]
+    kinds = [(i["instruction"], i["value"]) for i in deps if i["instruction"] in ("RUN", "COPY")]
+    guard = next(k for k, (_, value) in enumerate(kinds) if "MODEL=models/NAME" in value)
+    assert guard < kinds.index(("COPY", "${MODEL}/ /model/"))
+    return kinds[guard][1]
+
+
+def test_the_model_build_arg_is_checked_before_it_is_copied(parsed: DockerfileParser) -> None:
+    assert "$MODEL" in model_guard(parsed)
 
 
 def test_dockerignore_lets_every_copied_source_into_the_context(
@@ -117,7 +129,7 @@ def test_dockerignore_lets_every_copied_source_into_the_context(
                     if not v.startswith("--from")]
     sources = [source for args in from_context for source in args[:-1]]
     for source in sources:
-        path = source.replace("${MODEL}", "digits").rstrip("/")
+        path = source.replace("${MODEL}", "models/digits").rstrip("/")
         assert included(path), f"{source} is excluded by .dockerignore"
     assert not included(".venv") and not included("tests") and not included("warmer")
     # the image's COPY of handler/ ships what `build_layer.py code` ships: no build file

@@ -97,8 +97,8 @@ def test_template_routes_are_the_handlers_routes() -> None:
 @pytest.mark.parametrize("provisioned", [0, 3])
 def test_provisioned_concurrency_only_with_its_strategy_and_never_with_snapstart(
         strategy: str, provisioned: int) -> None:
-    template = cfn.deployed({"ColdStartStrategy": strategy,
-                             "ProvisionedConcurrency": provisioned})
+    template = cfn.deployed({"ColdStartStrategy": strategy},
+                            settings={"ProvisionedConcurrency": provisioned})
     snapstart = {name for name, f in functions(template).items() if "SnapStart" in f["Properties"]}
     with_pc = {a["Properties"]["FunctionName"]["Ref"] for a in aliases(template).values()
                if "ProvisionedConcurrencyConfig" in a["Properties"]}
@@ -111,9 +111,9 @@ def test_provisioned_concurrency_only_with_its_strategy_and_never_with_snapstart
 
 
 def test_provisioned_strategy_sets_alias_concurrency_and_target_tracking() -> None:
-    template = cfn.deployed({"ColdStartStrategy": "provisioned", "ProvisionedConcurrency": 2,
-                             "AutoscalingMinCapacity": 2, "AutoscalingMaxCapacity": 8,
-                             "AutoscalingTargetUtilization": 0.6})
+    template = cfn.deployed({"ColdStartStrategy": "provisioned"}, settings={
+        "ProvisionedConcurrency": 2, "AutoscalingMinCapacity": 2, "AutoscalingMaxCapacity": 8,
+        "AutoscalingTargetUtilization": 0.6})
     alias = template["Resources"]["InferenceFunctionAliaslive"]
     assert alias["Properties"]["ProvisionedConcurrencyConfig"] == {
         "ProvisionedConcurrentExecutions": 2}
@@ -138,7 +138,8 @@ def test_provisioned_strategy_sets_alias_concurrency_and_target_tracking() -> No
 
 
 def test_autoscaling_max_zero_keeps_fixed_provisioned_concurrency() -> None:
-    template = cfn.deployed({"ColdStartStrategy": "provisioned", "AutoscalingMaxCapacity": 0})
+    template = cfn.deployed({"ColdStartStrategy": "provisioned"},
+                            settings={"AutoscalingMaxCapacity": 0})
     assert "ProvisionedConcurrencyConfig" in (
         template["Resources"]["InferenceFunctionAliaslive"]["Properties"])
     assert not cfn.of_type(template, "AWS::ApplicationAutoScaling::ScalableTarget")
@@ -154,7 +155,8 @@ def test_image_function_builds_from_the_dockerfile_and_runs_the_handler() -> Non
 
 
 def test_snapstart_strategy_uses_zip_and_layer_on_python_312() -> None:
-    template = cfn.deployed({"ColdStartStrategy": "snapstart", "Architecture": "arm64"})
+    template = cfn.deployed({"ColdStartStrategy": "snapstart"},
+                            settings={"Architecture": "arm64"})
     props = functions(template)["InferenceZipFunction"]["Properties"]
     assert props["SnapStart"] == {"ApplyOn": "PublishedVersions"}
     assert props["Runtime"] == "python3.12"
@@ -176,8 +178,8 @@ def test_makefile_built_resources_have_a_make_target() -> None:
 
 
 def test_warmer_strategy_schedules_pings_and_may_only_invoke_the_alias() -> None:
-    template = cfn.deployed({"ColdStartStrategy": "warmer", "WarmerConcurrency": 5,
-                             "WarmerSchedule": "rate(3 minutes)", "WarmerHoldMs": 150})
+    template = cfn.deployed({"ColdStartStrategy": "warmer"}, settings={
+        "WarmerConcurrency": 5, "WarmerSchedule": "rate(3 minutes)", "WarmerHoldMs": 150})
     warmer = template["Resources"]["WarmerFunction"]["Properties"]
     assert warmer["Handler"] == "warmer.app.handler"
     assert warmer["Runtime"].startswith("python3.")
@@ -207,7 +209,7 @@ def test_warmer_strategy_schedules_pings_and_may_only_invoke_the_alias() -> None
 
 
 def test_warmer_concurrency_zero_means_no_warmer() -> None:
-    template = cfn.deployed({"ColdStartStrategy": "warmer", "WarmerConcurrency": 0})
+    template = cfn.deployed({"ColdStartStrategy": "warmer"}, settings={"WarmerConcurrency": 0})
     assert "WarmerFunction" not in template["Resources"]
     assert not cfn.of_type(template, "AWS::Events::Rule")
 
@@ -236,10 +238,8 @@ def test_model_comes_from_the_task_root_unless_an_s3_uri_is_given(strategy: str)
 
 @pytest.mark.parametrize(("mode", "scheme"), [("none", None), ("iam", "sigv4"), ("jwt", "jwt")])
 def test_auth_mode_secures_every_route(mode: str, scheme: str | None) -> None:
-    overrides = {"AuthMode": mode}
-    if mode == "jwt":
-        overrides |= {"JwtIssuer": "https://issuer.example", "JwtAudience": "client-id"}
-    body = cfn.deployed(overrides)["Resources"]["InferenceApi"]["Properties"]["Body"]
+    auth = "jwt https://issuer.example client-id" if mode == "jwt" else mode
+    body = cfn.deployed({"AuthMode": auth})["Resources"]["InferenceApi"]["Properties"]["Body"]
     securities = [op.get("security") for item in body["paths"].values() for op in item.values()]
     assert securities == [[{scheme: []}] if scheme else None] * len(ROUTES)
     schemes = body["components"]["securitySchemes"]
@@ -251,8 +251,8 @@ def test_auth_mode_secures_every_route(mode: str, scheme: str | None) -> None:
 
 
 def test_api_throttles_and_writes_access_logs() -> None:
-    template = cfn.deployed({"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 80,
-                             "LogRetentionDays": 14})
+    template = cfn.deployed(settings={"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 80,
+                                      "LogRetentionDays": 14})
     (stage,) = (s["Properties"] for s in cfn.of_type(template, "AWS::ApiGatewayV2::Stage").values())
     assert stage["StageName"] == "$default"
     assert stage["DefaultRouteSettings"] == {"ThrottlingRateLimit": 50,
@@ -266,8 +266,8 @@ def test_api_throttles_and_writes_access_logs() -> None:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_alarms_watch_the_alias_and_the_handlers_cold_start_metric(strategy: str) -> None:
-    template = cfn.deployed({"ColdStartStrategy": strategy, "MetricsNamespace": "Digits",
-                             "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"})
+    template = cfn.deployed({"ColdStartStrategy": strategy}, settings={
+        "MetricsNamespace": "Digits", "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"})
     function = "InferenceZipFunction" if strategy == "snapstart" else "InferenceFunction"
     alias_dimensions = [{"Name": "FunctionName", "Value": {"Ref": function}},
                         {"Name": "Resource", "Value": {"Fn::Sub": ["${Name}:live",

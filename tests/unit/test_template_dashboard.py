@@ -23,9 +23,9 @@ def _region(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
-def dashboard(overrides: dict[str, Any]) -> dict[str, Any]:
+def dashboard(overrides: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The body CloudFormation would hand to CloudWatch: transformed, then resolved."""
-    transformed = cfn.transform(overrides)
+    transformed = cfn.transform(overrides, settings)
     body = transformed["Resources"]["ObservabilityDashboard"]["Properties"]["DashboardBody"]
     return json.loads(Resolver(transformed, overrides).resolve(body))
 
@@ -86,7 +86,7 @@ def test_widgets_follow_the_strategy(strategy: str) -> None:
 
 def test_no_provisioned_widgets_when_provisioned_concurrency_is_zero() -> None:
     names = {name for _, name, _ in all_metrics(dashboard(
-        {"ColdStartStrategy": "provisioned", "ProvisionedConcurrency": 0}))}
+        {"ColdStartStrategy": "provisioned"}, {"ProvisionedConcurrency": 0}))}
     assert "ProvisionedConcurrencyUtilization" not in names
 
 
@@ -103,7 +103,7 @@ def test_rows_fill_the_grid() -> None:
 
 
 def test_dashboard_off_removes_it_and_its_output() -> None:
-    off = cfn.deployed({"Dashboard": "off"})
+    off = cfn.deployed(settings={"Dashboard": "off"})
     assert not cfn.of_type(off, "AWS::CloudWatch::Dashboard")
     assert "DashboardUrl" not in off["Outputs"]
     on = cfn.deployed({})

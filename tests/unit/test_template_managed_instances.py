@@ -4,6 +4,7 @@ nothing of the other strategies; and the GPU property the installed linters cann
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +21,9 @@ def _region(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
-def deployed(**overrides: Any) -> dict[str, Any]:
-    return cfn.deployed({**MANAGED, **overrides})
+def deployed(**settings: Any) -> dict[str, Any]:
+    """Strategy managed-instances with these values of the template's Settings mapping."""
+    return cfn.deployed(MANAGED, settings)
 
 
 def capacity_config(template: dict[str, Any]) -> dict[str, Any]:
@@ -98,11 +100,9 @@ def test_capacity_provider_uses_the_subnets_architecture_types_and_vcpu_ceiling(
                         ManagedInstanceTypes="c7g.large,c7g.xlarge", ManagedInstancesMaxVCpus=48)
     (provider,) = cfn.of_type(template, "AWS::Lambda::CapacityProvider").values()
     props = provider["Properties"]
-    assert props["VpcConfig"] == {"SubnetIds": {"Fn::Split": [",", SUBNETS]},
-                                  "SecurityGroupIds": {"Fn::Split": [",", "sg-0f1"]}}
+    assert props["VpcConfig"] == {"SubnetIds": SUBNETS.split(","), "SecurityGroupIds": ["sg-0f1"]}
     assert props["InstanceRequirements"] == {
-        "Architectures": ["arm64"],
-        "AllowedInstanceTypes": {"Fn::Split": [",", "c7g.large,c7g.xlarge"]}}
+        "Architectures": ["arm64"], "AllowedInstanceTypes": ["c7g.large", "c7g.xlarge"]}
     assert props["CapacityProviderScalingConfig"]["MaxVCpuCount"] == 48
     assert functions(template)["InferenceManagedFunction"]["Properties"]["Architectures"] == [
         "arm64"]
@@ -122,7 +122,7 @@ def test_defaults_leave_types_and_security_groups_to_lambda() -> None:
 
 
 @pytest.mark.parametrize(("concurrency", "expected"), [(0, None), (2, 2)])
-def test_processes_per_environment_and_memory_per_vcpu_are_parameters(
+def test_processes_per_environment_and_memory_per_vcpu_are_settings(
         concurrency: int, expected: int | None) -> None:
     template = deployed(ManagedInstancesConcurrency=concurrency, ManagedInstancesMemoryPerVCpu=4,
                         ManagedInstancesMemorySize=8192)
@@ -173,19 +173,26 @@ def test_an_accelerator_selects_gpu_instances_and_requires_cuda(accelerator: str
     # explicit types win; no accelerator leaves the choice to the runtime (auto)
     named = deployed(Accelerator=accelerator, ManagedInstanceTypes="g5.xlarge")
     (provider,) = cfn.of_type(named, "AWS::Lambda::CapacityProvider").values()
-    assert provider["Properties"]["InstanceRequirements"]["AllowedInstanceTypes"] == {
-        "Fn::Split": [",", "g5.xlarge"]}
+    assert provider["Properties"]["InstanceRequirements"]["AllowedInstanceTypes"] == ["g5.xlarge"]
     assert environment(deployed())["ONNX_LAMBDA_EXECUTION_PROVIDER"] == "auto"
 
 
-def test_a_rule_keeps_the_accelerator_to_managed_instances_on_x86() -> None:
-    rule = cfn.load()["Rules"]["AcceleratorNeedsManagedInstancesOnX86"]
-    assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "Accelerator"}, 0]}]}
-    assert [a["Assert"] for a in rule["Assertions"]] == [
-        {"Fn::Equals": [{"Ref": "ColdStartStrategy"}, "managed-instances"]},
-        {"Fn::Equals": [{"Ref": "Architecture"}, "x86_64"]}]
-    with_cpu = cfn.load()["Parameters"]["Accelerator"]["AllowedValues"]
-    assert with_cpu == [0, 3, 6, 12, 16, 24, 48]
+@pytest.mark.parametrize("strategy", ["provisioned", "snapstart", "warmer", "none"])
+def test_an_accelerator_means_nothing_outside_managed_instances(strategy: str) -> None:
+    template = cfn.deployed({"ColdStartStrategy": strategy}, {"Accelerator": 24})
+    for props in (f["Properties"] for f in functions(template).values()):
+        assert "ONNX_LAMBDA_EXECUTION_PROVIDER" not in props["Environment"]["Variables"]
+    assert not cfn.of_type(template, "AWS::Lambda::CapacityProvider")
+
+
+def test_an_accelerator_on_arm64_asks_for_gpu_types_the_architecture_cannot_have() -> None:
+    """Lambda's GPUs are x86_64 only: the contradiction fails the deploy instead of a silent
+    CPU fallback (no Rule can read a mapping)."""
+    template = deployed(Accelerator=24, Architecture="arm64")
+    (provider,) = cfn.of_type(template, "AWS::Lambda::CapacityProvider").values()
+    requirements = provider["Properties"]["InstanceRequirements"]
+    assert requirements["Architectures"] == ["arm64"]
+    assert requirements["AllowedInstanceTypes"][0].startswith("g6.")
 
 
 def test_gpu_accelerator_config_is_not_yet_known_to_the_installed_translator() -> None:
@@ -223,17 +230,17 @@ def test_emulator_serves_the_routes_of_every_variant(overrides: dict[str, str],
         (function, "http-api", "2.0")}
 
 
-@pytest.mark.parametrize(("overrides", "processes"), [
+@pytest.mark.parametrize(("settings", "processes"), [
     ({}, 32),  # 4096 MB at 2 GiB per vCPU: 2 vCPUs x Lambda's 16
     ({"ManagedInstancesMemoryPerVCpu": "4"}, 16),
     ({"ManagedInstancesConcurrency": "3"}, 3),
 ])
-def test_emulator_reads_the_processes_per_environment(overrides: dict[str, str],
-                                                       processes: int) -> None:
+def test_emulator_reads_the_processes_per_environment(settings: dict[str, str], processes: int,
+                                                       tmp_path: Path) -> None:
     from onnx_lambda.emulator.template import load_template
 
-    spec = load_template(cfn.TEMPLATE, {**MANAGED, **overrides}).functions[
-        "InferenceManagedFunction"]
+    template = cfn.edited(tmp_path, settings)
+    spec = load_template(template, MANAGED).functions["InferenceManagedFunction"]
     assert spec.processes_per_environment == processes
     plain = load_template(cfn.TEMPLATE, {}).functions["InferenceFunction"]
     assert plain.processes_per_environment is None

@@ -18,6 +18,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-vars", "-n", type=Path, default=None, metavar="FILE.json",
                         help='environment overrides, SAM format: {"Parameters": {...}, '
                              '"FunctionName": {...}}')
+    parser.add_argument("--model", default=None, metavar="PATH",
+                        help="serve this model: ONNX_LAMBDA_MODEL of every function (a model "
+                             "folder, .onnx file or s3:// URI; default: the template's)")
     parser.add_argument("--memory", type=int, default=None, metavar="MB",
                         help="override every function's MemorySize")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -39,6 +42,9 @@ def emulator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     from onnx_lambda.emulator.template import parse_overrides
 
     env_vars = json.loads(args.env_vars.read_text()) if args.env_vars else None
+    if args.model is not None:  # as {"Parameters": {"ONNX_LAMBDA_MODEL": ...}} in --env-vars
+        env_vars = env_vars or {}
+        env_vars["Parameters"] = {**env_vars.get("Parameters", {}), "ONNX_LAMBDA_MODEL": args.model}
     return dict(template=args.template,
                 parameter_overrides=parse_overrides(args.parameter_overrides),
                 env_vars=env_vars, memory_mb=args.memory, timeout_s=args.timeout,
