@@ -6,7 +6,7 @@ defines them (linear interpolation, ``stats.DEFINITION``) and never asserts a ti
 ``python -m benchmarks`` (what ``onnx-lambda bench`` runs; ``comparison``): per model, cold
 starts, warm HTTP latency, memory and image size (``image_size``) of onnx-lambda against the
 floors, a naive handler, FastAPI + Mangum and an always-on server, written to
-``docs/benchmarks.md`` (``report``).
+``docs/explanation/benchmarks.md`` (``report``).
 
 Modules run with ``python -m benchmarks.NAME``:
 
@@ -21,7 +21,7 @@ Modules run with ``python -m benchmarks.NAME``:
 - ``minilm_acceptance``: the quantized MiniLM against PyTorch fp32 (cosine, batch-1 latency,
   session load);
 - ``quant_table`` (from built manifests, runs nothing): the quantization method table of
-  ``docs/models.md``, every ``--quantize auto`` try;
+  ``docs/explanation/examples.md``, every ``--quantize auto`` try;
 - ``client_overhead``: the Python client's own cost per call (httpx vs ``http.client``);
 - ``corpus``: the third-party corpus (``corpus/``: wheels fetched, real inputs) built and
   served: build time, size, p50 per wire format, error against onnxruntime;

@@ -1,5 +1,6 @@
 """``python -m benchmarks`` (what ``onnx-lambda bench`` runs from a checkout): every model
-against the baselines (``comparison``), written to ``docs/benchmarks.md``, a JSON file and PNGs
+against the baselines (``comparison``), written to ``docs/explanation/benchmarks.md``, a JSON
+file and PNGs
 (``report``)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def parser() -> argparse.ArgumentParser:
         prog=PROGRAM,
         description="Measure onnx-lambda against the floor (bare onnxruntime), a naive handler, "
                     "FastAPI + Mangum and an always-on FastAPI + uvicorn server, side by side "
-                    "and interleaved; writes docs/benchmarks.md, a JSON file and PNGs.")
+                    "and interleaved; writes docs/explanation/benchmarks.md, a JSON file and PNGs.")
     bench.add_argument("--model", type=Path, action="append", default=None,
                        help="model folder or .onnx (repeatable; default: models/digits and "
                             "models/minilm when built, else a tiny generated model)")
@@ -44,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
                        help="a short run: the quick value of every option not given")
     bench.add_argument("--no-emulator", action="store_true",
                        help="skip the emulator views (probe + always-on only)")
-    bench.add_argument("--out", type=Path, default=DOCS / "benchmarks.md")
+    bench.add_argument("--out", type=Path, default=DOCS / "explanation" / "benchmarks.md")
     bench.add_argument("--json", type=Path, default=IMG / "results.json")
     bench.add_argument("--img", type=Path, default=IMG, help="folder for the PNG plots")
     return bench

@@ -1,6 +1,7 @@
 """A picture of the template's CloudWatch dashboard: the widget grid of each cold-start
 strategy, drawn from the ``ObservabilityDashboard`` body of ``template.yaml`` (resolved as
-CloudFormation would, conditions included), so the picture in docs/deploy.md cannot drift.
+CloudFormation would, conditions included), so the picture in docs/how-to/observability.md
+cannot drift.
 
     python -m benchmarks.dashboard_plot [-o docs/dashboard.png] [--template template.yaml]
 """

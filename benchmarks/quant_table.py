@@ -1,6 +1,7 @@
-"""The quantization method table of ``docs/models.md``, from built artifacts' manifests:
+"""The quantization method table of ``docs/explanation/examples.md``, from built artifacts'
+manifests:
 
-    python -m benchmarks.quant_table [--write docs/models.md] FOLDER...
+    python -m benchmarks.quant_table [--write docs/explanation/examples.md] FOLDER...
 
 Each FOLDER is a model folder built with ``--quantize auto`` (or the ``minilm`` example's
 default): every try of ``quantization.auto.tries`` becomes a row (method, outcome, nodes
@@ -21,7 +22,7 @@ from handler.manifest import Manifest
 from onnx_lambda.sizes import human_size
 
 BEGIN, END = "<!-- method-table:begin -->", "<!-- method-table:end -->"
-COMMAND = "python -m benchmarks.quant_table --write docs/models.md"
+COMMAND = "python -m benchmarks.quant_table --write docs/explanation/examples.md"
 
 
 def rows(folder: Path) -> list[str]:

@@ -1,4 +1,5 @@
-"""Render ``python -m benchmarks`` results: Markdown (``docs/benchmarks.md``), JSON and PNGs."""
+"""Render ``python -m benchmarks`` results: Markdown (``docs/explanation/benchmarks.md``), JSON
+and PNGs."""
 
 from __future__ import annotations
 
