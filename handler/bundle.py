@@ -2,7 +2,9 @@
 
 Each module imported through the normal path finder costs ~0.2 M instructions of importlib's
 Python-level machinery (a directory scan, the source's stat, the ``.pyc``'s open, read and
-validation) before its code runs; the init imports ~35 of ours. The image writes every module's
+validation) before its code runs; the init imports ~35 of ours. Measured: cold init 188.6 M
+instructions with the bundle, 193.5 M without (−2.5 %; digits, ``cold_instructions``' method,
+Python 3.11). The image writes every module's
 code into one file at build time (``python -m handler.bundle``, after ``compileall``);
 ``handler.app`` calls ``install`` before its imports, and each handler module then comes from
 that file: a dictionary look-up, the check a timestamp ``.pyc`` makes (the ``.py``'s size and
