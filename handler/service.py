@@ -32,6 +32,7 @@ from handler.telemetry import StageTimer, Telemetry, now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -205,8 +206,9 @@ class Service:
                 f"content-type {kind!r} not supported: send {JSON} or {NPY}")
         accept = request.headers.get("accept")
         answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
+        parameters: Mapping[str, Any] = {}
         if is_npy:
-            feeds, parameters = codecs.npy.decode(request, self.model), {}
+            feeds = codecs.npy.decode(request, self.model)
         else:
             inputs, parameters = simple.decode(request)
             feeds = self.pipeline.preprocess(inputs, parameters)
@@ -214,7 +216,8 @@ class Service:
         outputs = self.model.run(feeds)
         timer.mark("inference")
         if answer_npy:
-            return codecs.npy.encode(outputs, request.query)
+            encoded: Response = codecs.npy.encode(outputs, request.query)
+            return encoded
         if is_npy:
             return Response(200, tensors.outputs_to_json(outputs))
         return Response(200, self.pipeline.postprocess(outputs, parameters, feeds))
@@ -229,7 +232,8 @@ class Service:
         timer.mark("decode")
         outputs = self.model.run(decoded.feeds)
         timer.mark("inference")
-        return codecs.v2.encode(self.model, outputs, decoded)
+        response: Response = codecs.v2.encode(self.model, outputs, decoded)
+        return response
 
     # -- checks --------------------------------------------------------------------------
 
@@ -335,7 +339,7 @@ class Service:
             from handler import compression  # large answers only: zlib stays off the cold start
 
             compression.negotiate(response, request.headers.get("accept-encoding"))
-            size = len(response.body)
+            size = len(response.body_bytes())
         if size <= FITS_EVEN_IN_BASE64:  # the usual answer: no look at its type
             return response
         wire = size * 4 // 3 + 4 if response.sent_in_base64 else size  # base64 on the way

@@ -24,6 +24,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+    # a request line's fields after its metrics: source, method, path, status, error type,
+    # non-finite count
+    Ending = tuple[str, str | None, str | None, int, str | None, int]
+
 COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _INFO = LEVELS["info"]
@@ -129,7 +133,7 @@ class Telemetry:
         self.level = LEVELS[level]
         self.stream = stream or sys.stdout
         self._layouts: dict[tuple[object, ...], _Layout] = {}
-        self._tails: dict[tuple[object, ...], str] = {}
+        self._tails: dict[Ending, str] = {}
 
     def request(self, durations: Mapping[str, float], *, request_id: str, cold: bool,
                 source: str, method: str | None, path: str | None, status: int,
@@ -144,9 +148,9 @@ class Telemetry:
         if layout is None:
             layout = self._layouts[key] = _Layout(self, durations, cold)
         texts = (layout.numbers % (time.time() * 1000.0, *durations.values())).decode().split(",")
-        ending = (source, method, path, status, error_type, non_finite)
+        ending: Ending = (source, method, path, status, error_type, non_finite)
         tail = self._tails.get(ending) or self._tail(ending)
-        parts = layout.parts.copy()
+        parts: list[Any] = layout.parts.copy()
         parts[1] = texts[0]
         parts[3] = _escape(request_id)
         parts[layout.slots] = texts[1:] if layout.stages is None else map(
@@ -158,7 +162,7 @@ class Telemetry:
         del texts[0]
         return layout.timing % tuple(texts)
 
-    def _tail(self, ending: tuple[object, ...]) -> str:
+    def _tail(self, ending: Ending) -> str:
         """The line's fields after the metrics, for one (source, method, path, status, error
         type, non-finite count): remembered while few (a client chooses the path)."""
         source, method, path, status, error_type, non_finite = ending

@@ -93,12 +93,10 @@ def body_of(event: dict[str, Any]) -> bytes:
                 return body.encode()
             except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the event's JSON)
                 return body.encode("utf-8", "surrogatepass")
-        import binascii  # base64 bodies only: a JSON request never loads the extension module
+        import base64  # base64 bodies only
 
-        try:
-            # base64.b64decode(validate=True) itself, without importing base64 (≈ 0.8 M
-            # instructions of the cold start); a non-ASCII string is a ValueError too
-            return binascii.a2b_base64(body, strict_mode=True)
+        try:  # (a non-ASCII string is a ValueError too)
+            return base64.b64decode(body, validate=True)
         except ValueError:
             raise BadRequestError("isBase64Encoded is set but the body is not base64") from None
     if body is None:
@@ -117,9 +115,9 @@ def encoded_body(response: Response) -> tuple[str, bool]:
     if response.text is not None:
         return response.text, False
     if response.sent_in_base64:
-        import binascii  # binary answers only (.npy, V2 binary tensors, gzip): see body_of
+        import base64  # binary answers only (.npy, V2 binary tensors, gzip)
 
-        return binascii.b2a_base64(body, newline=False).decode("ascii"), True
+        return base64.b64encode(body).decode("ascii"), True
     return body.decode("utf-8"), False
 
 
