@@ -145,30 +145,8 @@ class Service:
     def _dispatch(self, request: Request, context: Any, timer: StageTimer) -> Response:
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
+            self._check_limits(request, context)
             settings = self.settings
-            if len(request.body) > settings.max_payload_bytes:
-                raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the "
-                                           f"limit is {settings.max_payload_bytes}")
-            coded = request.headers.get("content-encoding")
-            if coded is not None:
-                from handler import compression  # coded bodies only (zlib: see compression)
-
-                request.body = compression.inflate(request.body, coded,
-                                                   settings.max_payload_bytes)
-            remaining = getattr(context, "get_remaining_time_in_millis", None)
-            recent = self._recent_inference_ms
-            if remaining is not None and recent:
-                margin = settings.deadline_margin_ms
-                left = remaining()
-                # _slowest_ms bounds the window's slowest run from above; only a request that
-                # this bound cannot clear looks at the window itself (max() of 32 floats:
-                # 6 K instructions, ~5 % of the tiny model's warm overhead)
-                if left < self._slowest_ms + margin:
-                    self._slowest_ms = slowest = max(recent)
-                    needed = slowest + margin
-                    if left < needed:
-                        raise DeadlineExceededError(f"{left} ms left in this invocation; "
-                                                    f"inference needs about {needed:.0f} ms")
             key = self._cache_key(request) if settings.cache_size else None
             if key is not None and key in self._cache:
                 self._cache.move_to_end(key)
@@ -236,6 +214,32 @@ class Service:
         return response
 
     # -- checks --------------------------------------------------------------------------
+
+    def _check_limits(self, request: Request, context: Any) -> None:
+        """The body's size (inflated, when coded) and the time left for an inference."""
+        settings = self.settings
+        if len(request.body) > settings.max_payload_bytes:
+            raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the "
+                                       f"limit is {settings.max_payload_bytes}")
+        coded = request.headers.get("content-encoding")
+        if coded is not None:
+            from handler import compression  # coded bodies only (zlib: see compression)
+
+            request.body = compression.inflate(request.body, coded, settings.max_payload_bytes)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        recent = self._recent_inference_ms
+        if remaining is not None and recent:
+            margin = settings.deadline_margin_ms
+            left = remaining()
+            # _slowest_ms bounds the window's slowest run from above; only a request that this
+            # bound cannot clear looks at the window itself (max() of 32 floats: 6 K
+            # instructions, ~5 % of the tiny model's warm overhead; callgrind, Python 3.11)
+            if left < self._slowest_ms + margin:
+                self._slowest_ms = slowest = max(recent)
+                needed = slowest + margin
+                if left < needed:
+                    raise DeadlineExceededError(f"{left} ms left in this invocation; "
+                                                f"inference needs about {needed:.0f} ms")
 
     def _check_model(self, params: dict[str, str], request: Request) -> None:
         name = params.get("name")
