@@ -6,9 +6,10 @@ Powertools Metrics: the same output without Powertools' import cost on the cold 
 in the README's cold-start table). The line is a %-template rendered once per set of stages
 (with the ``Server-Timing`` template beside it: ``Telemetry.request`` returns the header), and
 the fields after the metrics once per (source, method, path, status, ...), so a warm request
-formats its numbers, escapes its request id and joins. What that buys: ``request`` with the line
-built as a dict and encoded by yyjson costs 92 K instructions, by the ``json`` module 169 K, with
-the template 29 K (the tiny model's whole warm overhead is 139 K; callgrind, Python 3.11).
+formats its numbers, escapes its request id and joins. What that buys: ``request`` costs 29 K
+instructions with the template, 92 K with the line built as a dict and written by yyjson (whose
+``dumps`` alone is 24 K; the ``json`` module's, 104 K): 63 K is ~45 % of the tiny model's whole
+warm overhead (138 K; callgrind, Python 3.11).
 """
 
 from __future__ import annotations
