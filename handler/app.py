@@ -19,6 +19,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from handler import bundle  # noqa: E402
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 bundle.install()  # our modules' bytecode from one file, when the image wrote one (timed too)
 from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
 from handler.lifecycle import stop_cleanly_on_sigterm  # noqa: E402
@@ -51,5 +55,5 @@ SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
                       **SERVICE.init_durations)
 
 
-def handler(event: dict, context: object) -> object:
+def handler(event: dict[str, Any], context: object) -> object:
     return SERVICE(event, context)

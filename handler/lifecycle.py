@@ -13,7 +13,9 @@ to clean up: the log line is flushed first and the model lives in memory only.
 
 from __future__ import annotations
 
-import _signal  # signal.py's IntEnum wrappers cost ~1 ms of every cold start; same call
+# signal.py's IntEnum wrappers: +4.9 M instructions of every cold start (2.6 %; callgrind,
+# Python 3.11, with re and enum already loaded); the same call
+import _signal  # type: ignore[import-not-found]  # (typeshed has no stub for it)
 import os
 import sys
 from collections.abc import Callable

@@ -127,7 +127,7 @@ class Manifest(NamedTuple):
 
 def tokenizer_file(options: Mapping[str, Any]) -> str:
     """A text model's tokenizer file: its ``tokenizer`` pipeline option, else the default."""
-    return options.get("tokenizer", DEFAULT_TOKENIZER)
+    return str(options.get("tokenizer", DEFAULT_TOKENIZER))
 
 
 def takes_text(pipeline: str, options: Mapping[str, Any], files: Mapping[str, str]) -> bool:

@@ -1,6 +1,6 @@
 """``NamedTuple``'s class syntax without importing ``typing``, and without compiling code.
 
-``typing`` costs ≈ 16 M instructions at import (callgrind; ~7 % of the handler's cold init)
+``typing`` costs ≈ 16 M instructions at import (callgrind; ~8 % of the handler's cold init)
 and nothing else on the cold path needs it (awslambdaric's bootstrap does not import it):
 ``handler/`` imports its type names under ``TYPE_CHECKING`` only, and its records come from
 here. Type checkers see ``typing.NamedTuple`` itself (the ``TYPE_CHECKING`` branch); at run
@@ -13,10 +13,11 @@ class attributes, the docstring) is kept. As ``typing``: a field without a defau
 with a default, or a member that would replace what the tuple needs (``_make``, ``__new__``,
 …), is a ``TypeError`` / ``AttributeError`` at class creation.
 
-Why not ``namedtuple`` itself: it compiles each record's ``__new__`` from source with ``eval``
-(≈ 0.2 M instructions a record, 2.3 M for the eleven on the cold path, callgrind); here
-``__new__`` is a closure, whose usual call (every field given by position) is one length check
-and ``tuple.__new__``.
+Why not ``namedtuple`` itself: it compiles each record's ``__new__`` from source with ``eval``;
+the same class syntax over ``collections.namedtuple`` measured 192.6 M instructions of cold
+init against 188.6 M with this module (+2.1 %; digits, ``cold_instructions``, Python 3.11).
+Here ``__new__`` is a closure, whose usual call (every field given by position) is one length
+check and ``tuple.__new__``.
 """
 
 from __future__ import annotations

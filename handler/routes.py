@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from functools import cache
 
 from handler.errors import MethodNotAllowedError, NotFoundError
 
@@ -29,10 +28,8 @@ _BY_TAIL: dict[str | None, dict[str, str]] = {
     path[len(_MODEL):] or None: methods for path, methods in ROUTES if path.startswith(_MODEL)}
 
 
-@cache  # compiled on the first model route: ≈ 0.75 M instructions a /predict-only start skips
-def _model_path() -> re.Pattern[str]:
-    return re.compile(r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?"
-                      r"(?P<tail>/infer|/ready)?")
+_MODEL_PATH = re.compile(r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?"
+                         r"(?P<tail>/infer|/ready)?")
 
 
 def is_v2(path: str) -> bool:
@@ -40,26 +37,14 @@ def is_v2(path: str) -> bool:
     return path == "/v2" or path.startswith("/v2/")
 
 
-_MATCHED: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}  # (method, path) → match
-
-
 def match(method: str, path: str) -> tuple[str, dict[str, str]]:
-    """→ (operation, path parameters); the parameters are shared: read them, never change."""
-    matched = _MATCHED.get((method, path))  # a warm environment's few routes: one look-up
-    if matched is None:
-        matched = _match(method, path)
-        if len(_MATCHED) < 64:  # a client chooses the path: bounded
-            _MATCHED[method, path] = matched
-    return matched
-
-
-def _match(method: str, path: str) -> tuple[str, dict[str, str]]:
+    """→ (operation, path parameters)."""
     if len(path) > 1:
         path = path.rstrip("/")
     params: dict[str, str] = {}
     methods = STATIC.get(path)
     if methods is None:
-        found = _model_path().fullmatch(path)
+        found = _MODEL_PATH.fullmatch(path)
         if found is None:
             # the echo is clipped so that the listing always fits the error's message limit
             raise NotFoundError(f"no route {method[:20]} {path[:200]}; the routes are "

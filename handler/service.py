@@ -8,7 +8,6 @@ the request id, and the environment stays warm and clean for the next request.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import OrderedDict, deque
 
@@ -29,10 +28,11 @@ from handler.http import JSON, NPY, OCTET, Request, Response
 from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
-from handler.telemetry import Telemetry, now, stage_durations
+from handler.telemetry import StageTimer, Telemetry, now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -58,68 +58,61 @@ class Service:
         self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
         self._slowest_ms = 0.0  # at least max(_recent_inference_ms): see _dispatch
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
-        self._gzip_from = settings.gzip_min_bytes or sys.maxsize  # an int: an int comparison
 
     # -- entry ---------------------------------------------------------------------------
 
     def __call__(self, event: Any, context: Any) -> Any:
         request_id = getattr(context, "aws_request_id", None)
-        if not request_id or request_id.__class__ is not str:  # (Lambda's is: no str() call)
+        if not isinstance(request_id, str) or not request_id:
             request_id = str(request_id or os.urandom(16).hex())
-        # One frame for the whole request: the outer guard (telemetry, a custom source) and the
-        # request's own, one inside the other (a call per request fewer than two methods).
         try:
-            # (ping.is_ping looks for one of these keys: an HTTP event has neither, and no call)
-            if isinstance(event, dict) and ("warmer" in event or "source" in event) and (
-                    ping.is_ping(event)):
+            if ping.is_ping(event):
                 return self._ping(event)
-            marks = [now()]  # then (stage, now()) as each stage ends: telemetry.stage_durations
-            durations: dict[str, float] = {}
-            state = self.state
-            cold = False if state.invoked else state.first_invocation()
-            state.requests_served += 1
-            source: sources.EventSource = sources.DIRECT
-            request: Request | None = None
-            error_type: str | None = None
-            try:
-                source = sources.detect(event)
-                request = source.to_request(event)
-                if request.received_epoch_ms is not None:
-                    self._queue_time(request.received_epoch_ms, marks[0], durations)
-                response = self._fit(self._dispatch(request, context, marks), request_id,
-                                     request, source)
-            except OnnxLambdaError as exc:
-                response = self._error(exc, request_id, request)
-                error_type = exc.type
-            except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
-                import traceback  # rare path: keep its import off the cold start
-
-                self.telemetry.log("error", "unhandled error", requestId=request_id,
-                                   error=repr(exc), traceback=traceback.format_exc())
-                response = self._error(OnnxLambdaError("internal error; see the function's "
-                                                       "logs"), request_id, request)
-                error_type = "InternalError"
-            method = path = None
-            if request is not None:
-                method, path = request.method, request.path
-            marks.append(("encode", now()))
-            stage_durations(marks, durations)
-            took = durations.get("inference")
-            if took is not None:  # the deadline check's window (_dispatch)
-                self._recent_inference_ms.append(took)
-                if took > self._slowest_ms:
-                    self._slowest_ms = took
-            if cold:
-                durations.update(self.init_durations)
-            timing = self.telemetry.request(  # positional: keywords cost a name match each
-                durations, request_id, cold, source.name, method, path, response.status,
-                error_type, response.non_finite)
-            headers = response.headers
-            headers["server-timing"] = timing
-            headers["x-request-id"] = request_id
-            return source.to_response(response, event)
+            return self._handle(event, context, request_id)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
             return self._last_resort(event, request_id, exc)
+
+    def _handle(self, event: Any, context: Any, request_id: str) -> Any:
+        timer = StageTimer()
+        state = self.state
+        cold = False if state.invoked else state.first_invocation()
+        state.requests_served += 1
+        source: sources.EventSource = sources.DIRECT
+        request: Request | None = None
+        error_type: str | None = None
+        try:
+            source = sources.detect(event)
+            request = source.to_request(event)
+            if request.received_epoch_ms is not None:
+                self._queue_time(request.received_epoch_ms, timer.start, timer.durations)
+            response = self._fit(self._dispatch(request, context, timer), request_id, request,
+                                 source)
+        except OnnxLambdaError as exc:
+            response = self._error(exc, request_id, request)
+            error_type = exc.type
+        except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
+            import traceback  # rare path: keep its import off the cold start
+
+            self.telemetry.log("error", "unhandled error", requestId=request_id,
+                               error=repr(exc), traceback=traceback.format_exc())
+            response = self._error(OnnxLambdaError("internal error; see the function's logs"),
+                                   request_id, request)
+            error_type = "InternalError"
+        durations = timer.close("encode")
+        took = durations.get("inference")
+        if took is not None:  # the deadline check's window (_dispatch)
+            self._recent_inference_ms.append(took)
+            self._slowest_ms = max(self._slowest_ms, took)
+        if cold:
+            durations.update(self.init_durations)
+        timing = self.telemetry.request(
+            durations, request_id=request_id, cold=cold, source=source.name,
+            method=None if request is None else request.method,
+            path=None if request is None else request.path, status=response.status,
+            error_type=error_type, non_finite=response.non_finite)
+        response.headers["server-timing"] = timing
+        response.headers["x-request-id"] = request_id
+        return source.to_response(response, event)
 
     def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:
         """A 500 in the event's own shape when even the error path failed: never a raised
@@ -149,44 +142,22 @@ class Service:
 
     # -- routing -------------------------------------------------------------------------
 
-    def _dispatch(self, request: Request, context: Any, marks: list[Any]) -> Response:
+    def _dispatch(self, request: Request, context: Any, timer: StageTimer) -> Response:
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
+            self._check_limits(request, context)
             settings = self.settings
-            if len(request.body) > settings.max_payload_bytes:
-                raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the "
-                                           f"limit is {settings.max_payload_bytes}")
-            coded = request.headers.get("content-encoding")
-            if coded is not None:
-                from handler import compression  # coded bodies only (zlib: see compression)
-
-                request.body = compression.inflate(request.body, coded,
-                                                   settings.max_payload_bytes)
-            remaining = getattr(context, "get_remaining_time_in_millis", None)
-            recent = self._recent_inference_ms
-            if remaining is not None and recent:
-                margin = settings.deadline_margin_ms
-                left = remaining()
-                # _slowest_ms bounds the window's slowest run from above; only a request that
-                # this bound cannot clear looks at the window itself (a max() of 32 floats
-                # costs more than the rest of this check)
-                if left < self._slowest_ms + margin:
-                    self._slowest_ms = slowest = max(recent)
-                    needed = slowest + margin
-                    if left < needed:
-                        raise DeadlineExceededError(f"{left} ms left in this invocation; "
-                                                    f"inference needs about {needed:.0f} ms")
             key = self._cache_key(request) if settings.cache_size else None
             if key is not None and key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
-                marks.append(("cache", now()))
+                timer.mark("cache")
                 return cached.copy()
             if operation == "predict":
-                response = self._predict(request, marks)
+                response = self._predict(request, timer)
             else:
                 self._check_model(params, request)
-                response = self._v2_infer(request, marks)
+                response = self._v2_infer(request, timer)
             if key is not None:
                 response.body_bytes()
                 self._cache[key] = response.copy()
@@ -205,7 +176,7 @@ class Service:
             return Response(200, payload={"name": self.model.name, "ready": True})
         return Response(200, payload=codecs.v2.metadata(self.model))
 
-    def _predict(self, request: Request, marks: list[Any]) -> Response:
+    def _predict(self, request: Request, timer: StageTimer) -> Response:
         kind = request.content_type
         is_npy = kind == NPY or (kind == OCTET and request.body.startswith(NPY_MAGIC))
         if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
@@ -213,34 +184,62 @@ class Service:
                 f"content-type {kind!r} not supported: send {JSON} or {NPY}")
         accept = request.headers.get("accept")
         answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
+        parameters: Mapping[str, Any] = {}
         if is_npy:
-            feeds, parameters = codecs.npy.decode(request, self.model), {}
+            feeds = codecs.npy.decode(request, self.model)
         else:
             inputs, parameters = simple.decode(request)
             feeds = self.pipeline.preprocess(inputs, parameters)
-        marks.append(("decode", now()))
+        timer.mark("decode")
         outputs = self.model.run(feeds)
-        marks.append(("inference", now()))
+        timer.mark("inference")
         if answer_npy:
-            return codecs.npy.encode(outputs, request.query)
+            encoded: Response = codecs.npy.encode(outputs, request.query)
+            return encoded
         if is_npy:
             return Response(200, tensors.outputs_to_json(outputs))
-        # positional: a keyword costs a name match per call
         return Response(200, self.pipeline.postprocess(outputs, parameters, feeds))
 
-    def _v2_infer(self, request: Request, marks: list[Any]) -> Response:
+    def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
         if _wants_npy(request.headers.get("accept", ""), default=False):
             raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
         decoded = codecs.v2.decode(request, self.model)
         if request.raw_response:  # direct invocations carry JSON only
             decoded = codecs.v2.Decoded(decoded.feeds, decoded.id,
                                         dict.fromkeys(decoded.outputs, False), False)
-        marks.append(("decode", now()))
+        timer.mark("decode")
         outputs = self.model.run(decoded.feeds)
-        marks.append(("inference", now()))
-        return codecs.v2.encode(self.model, outputs, decoded)
+        timer.mark("inference")
+        response: Response = codecs.v2.encode(self.model, outputs, decoded)
+        return response
 
     # -- checks --------------------------------------------------------------------------
+
+    def _check_limits(self, request: Request, context: Any) -> None:
+        """The body's size (inflated, when coded) and the time left for an inference."""
+        settings = self.settings
+        if len(request.body) > settings.max_payload_bytes:
+            raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the "
+                                       f"limit is {settings.max_payload_bytes}")
+        coded = request.headers.get("content-encoding")
+        if coded is not None:
+            from handler import compression  # coded bodies only (zlib: see compression)
+
+            request.body = compression.inflate(request.body, coded, settings.max_payload_bytes)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        recent = self._recent_inference_ms
+        if remaining is not None and recent:
+            margin = settings.deadline_margin_ms
+            left = remaining()
+            # _slowest_ms bounds the window's slowest run from above; only a request that this
+            # bound cannot clear looks at the window itself (max() of 32 floats: 6 K
+            # instructions, ~5 % of the tiny model's warm overhead; callgrind, Python 3.11)
+            if left < self._slowest_ms + margin:
+                self._slowest_ms = slowest = max(recent)
+                needed = slowest + margin
+                if left < needed:
+                    raise DeadlineExceededError(f"{left} ms left in this invocation; "
+                                                f"inference needs about {needed:.0f} ms")
 
     def _check_model(self, params: dict[str, str], request: Request) -> None:
         name = params.get("name")
@@ -338,11 +337,13 @@ class Service:
         fit Lambda's response limit becomes a clear error instead of the runtime's opaque
         failure (API Gateway would answer 502)."""
         size = len(response.body_bytes())
-        if size >= self._gzip_from and source.name in GZIP_SOURCES and not response.is_binary:
+        gzip_from = self.settings.gzip_min_bytes
+        if (gzip_from and size >= gzip_from and source.name in GZIP_SOURCES
+                and not response.is_binary):
             from handler import compression  # large answers only: zlib stays off the cold start
 
             compression.negotiate(response, request.headers.get("accept-encoding"))
-            size = len(response.body)
+            size = len(response.body_bytes())
         if size <= FITS_EVEN_IN_BASE64:  # the usual answer: no look at its type
             return response
         wire = size * 4 // 3 + 4 if response.sent_in_base64 else size  # base64 on the way

@@ -43,7 +43,10 @@ def register(
         return False
     try:
         # Lazy: only the managed runtime has it, and only SnapStart needs it.
-        from snapshot_restore_py import register_after_restore, register_before_snapshot
+        from snapshot_restore_py import (  # type: ignore[import-untyped]
+            register_after_restore,
+            register_before_snapshot,
+        )
     except ImportError:
         logger.warning("SnapStart is on but snapshot_restore_py is missing: "
                        "restored environments will share ids and random state")

@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from aws_xray_sdk.core import xray_recorder  # the reason this module is imported lazily
+from aws_xray_sdk.core import xray_recorder  # type: ignore[import-untyped]  # why lazily
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# The consecutive stages the service marks (telemetry.stage_durations), in the order they run
+# The consecutive stages the service marks (telemetry.StageTimer), in the order they run
 # ("queue" precedes the invocation and "total" spans them all: both are annotations, not
 # subsegments).
 STAGES = ("decode", "cache", "inference", "encode")
@@ -33,15 +33,11 @@ def install(telemetry: Any) -> None:
 
 
 def traced(request: Callable[..., str]) -> Callable[..., str]:
-    """``Telemetry.request`` (called with positional arguments, its own order), recording."""
+    """``Telemetry.request``, recording."""
 
-    def record_and_log(durations: Mapping[str, float], request_id: str, cold: bool,
-                       source: str, method: str | None, path: str | None, status: int,
-                       error_type: str | None = None, non_finite: int = 0) -> str:
-        timing = request(durations, request_id, cold, source, method, path, status, error_type,
-                         non_finite)  # the Server-Timing header
-        record(durations, time.time(), {"cold": cold, "status": status, "path": path,
-                                        "error_type": error_type})
+    def record_and_log(durations: Mapping[str, float], **fields: Any) -> str:
+        timing = request(durations, **fields)  # the Server-Timing header
+        record(durations, time.time(), fields)
         return timing
 
     return record_and_log

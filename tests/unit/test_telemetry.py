@@ -7,8 +7,11 @@ import io
 import json
 import re
 
+import pytest
+
 from handler import metric_names
-from handler.telemetry import Telemetry, server_timing, stage_durations
+from handler import telemetry as telemetry_module
+from handler.telemetry import StageTimer, Telemetry, server_timing
 
 
 def emit(cold: bool, metrics: bool = True) -> dict:
@@ -72,15 +75,19 @@ def test_server_timing_grammar() -> None:
     assert header.startswith("decode;dur=0.012, inference;dur=1.500")
 
 
-def test_stage_durations_from_marks() -> None:
+def test_stage_timer_durations(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each stage since the mark before it, in mark order after what the dict held (the
     queue), and the total from the start to the last mark."""
-    marks = [1.0, ("a", 1.5), ("b", 1.75), ("encode", 3.0)]
-    durations = stage_durations(marks, {"queue": 9.0})
+    clock = iter([1.0, 1.5, 1.75, 3.0])
+    monkeypatch.setattr(telemetry_module, "now", lambda: next(clock))
+    timer = StageTimer()
+    timer.durations["queue"] = 9.0
+    timer.mark("a")
+    timer.mark("b")
+    durations = timer.close("encode")
     assert list(durations) == ["queue", "a", "b", "encode", "total"]
     assert durations == {"queue": 9.0, "a": 500.0, "b": 250.0, "encode": 1250.0,
                          "total": 2000.0}
-    assert stage_durations([5.0], {}) == {"total": 0.0}
 
 
 def test_line_is_valid_json_with_nothing_to_report() -> None:
@@ -135,7 +142,8 @@ def test_emf_values_are_the_header_numbers() -> None:
                           stream=stream)
     durations = {"queue": 2.00049, "decode": 0.01234, "cache": 0.5, "inference": 1.23456,
                  "total": 3.75}
-    header = telemetry.request(durations, "r", False, "http-api", "POST", "/predict", 200)
+    header = telemetry.request(durations, request_id="r", cold=False, source="http-api",
+                               method="POST", path="/predict", status=200)
     record = json.loads(stream.getvalue())
     assert header == ("queue;dur=2.000, decode;dur=0.012, cache;dur=0.500, "
                       "inference;dur=1.235, total;dur=3.750")
