@@ -34,7 +34,8 @@ def call(url: str, method: str = "GET", body: bytes | None = None,
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
+        with error:  # (it holds the response and its connection)
+            return error.code, error.headers, error.read()
 
 
 def children() -> list[psutil.Process]:
