@@ -10,6 +10,10 @@ users (``/health``, metadata, errors) so they can see which axes are tied.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 # Placeholders for "unknown size": never a constraint between axes.
 ANONYMOUS = frozenset({"", "?", "None", "none", "null", "-1", "unk", "unknown", "dynamic"})
 # Generated per-axis names: one of these prefixes and a counter, unique to one axis by
@@ -17,7 +21,7 @@ ANONYMOUS = frozenset({"", "?", "None", "none", "null", "-1", "unk", "unknown", 
 _GENERATED = ("unk__", "p2o.DynamicDimension.", "DynamicDimension.", "DynamicDimension")
 
 
-def is_shared(dim: object) -> bool:
+def is_shared(dim: object) -> TypeGuard[str]:
     """True for a ``dim_param`` that ties every axis carrying it (see the module docstring)."""
     if not isinstance(dim, str):
         return False

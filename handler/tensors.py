@@ -54,6 +54,7 @@ class _Input:
     one axis only, need no look at all."""
 
     __slots__ = ("axes", "name", "pick", "rank", "sizes", "spec", "typecode", "want")
+    axes: tuple[tuple[int, Any, bool], ...]  # the middle one an int or a str, as ``named`` says
 
     def __init__(self, spec: TensorSpec, tied: frozenset[str]) -> None:
         self.spec, self.name, self.want, self.rank = spec, spec.name, spec.element, len(spec.shape)
@@ -90,7 +91,7 @@ def _plan(specs: Iterable[TensorSpec]) -> tuple[_Input, ...]:
     tied = _tied(listed)
     plan = tuple(_Input(spec, tied) for spec in listed)
     if specs.__class__ is tuple and len(_PLANS) < 16:
-        _PLANS[id(specs)] = (specs, plan)  # type: ignore[assignment]
+        _PLANS[id(specs)] = (specs, plan)
     return plan
 
 
@@ -298,7 +299,7 @@ def _check_shape(tensor: Tensor, item: _Input, symbols: dict[str, tuple[int, str
         spec = item.spec
         raise InvalidInputError(f"input {spec.name!r}: expected rank {len(spec.shape)} "
                                 f"({spec.describe()}), got shape {list(shape)}")
-    if item.sizes is not None and item.pick(shape) == item.sizes:
+    if item.pick is not None and item.pick(shape) == item.sizes:
         return  # fixed sizes only, all as the model says (else the loop says which is not)
     for axis, want, named in item.axes:
         dim = shape[axis]

@@ -138,6 +138,10 @@ class _ApiBase(ctypes.Structure):
 class Api:
     """The bound function table of one loaded library, plus the process-wide ``OrtEnv``."""
 
+    if TYPE_CHECKING:
+        # each name in _FUNCTIONS, bound in __init__ (setattr): a ctypes function of the table
+        def __getattr__(self, name: str) -> Any: ...
+
     def __init__(self, path: str) -> None:
         self.path = path
         try:
@@ -147,7 +151,7 @@ class Api:
         self.library.OrtGetApiBase.restype = POINTER(_ApiBase)
         self.library.OrtGetApiBase.argtypes = ()
         base = self.library.OrtGetApiBase().contents
-        self.version = base.GetVersionString().decode()
+        self.version: str = base.GetVersionString().decode()
         table = base.GetApi(API_VERSION)
         if not table:
             raise LibraryError(f"{path} (onnxruntime {self.version}) does not offer C API "

@@ -204,7 +204,7 @@ class Session:
                 pin.release()
             self._scratch.append(scratch)
 
-    def _ort_value(self, tensor: Tensor, pins: list[Any], scratch: _Scratch) -> int:
+    def _ort_value(self, tensor: Tensor, pins: list[Any], scratch: _Scratch) -> int | None:
         api = self.api
         key = (tensor.shape, tensor.dtype)
         layout = self._layouts.get(key) or self._layout(key)
@@ -220,6 +220,7 @@ class Session:
                 raise
             return out.value
         data = tensor.data
+        address: bytes | int | None
         if data.__class__ is bytes:  # ctypes passes a bytes object's own storage
             address, length = data or None, len(data)
         else:
@@ -250,7 +251,7 @@ class Session:
             self._layouts[key] = layout
         return layout
 
-    def _to_python(self, value: int) -> Any:
+    def _to_python(self, value: int | None) -> Any:
         """An output ``OrtValue`` → ``Tensor`` (tensors) or lists/dicts (sequences, maps)."""
         api, kind = self.api, c_int()
         api.check(api.GetValueType(value, byref(kind)))
@@ -273,7 +274,7 @@ class Session:
             return dict(zip(keys.flat(), values.flat(), strict=True))
         return items
 
-    def _tensor(self, value: int, dtype: str | None = None,
+    def _tensor(self, value: int | None, dtype: str | None = None,
                 scratch: _Scratch | None = None) -> Tensor:
         """A tensor ``OrtValue`` → ``Tensor`` (one copy); ``dtype`` when the signature knows it."""
         api, scratch = self.api, scratch or _Scratch(())
@@ -308,9 +309,10 @@ class Session:
         if status := api.GetTensorMutableData(value, scratch.pointer_at):
             api.check(status)
         nbytes = size * DTYPES[dtype][2]
-        return Tensor(dtype, shape, string_at(scratch.pointer.value, nbytes) if nbytes else b"")
+        return Tensor(dtype, shape, string_at(scratch.pointer.value, nbytes)  # type: ignore[arg-type]
+                      if nbytes else b"")  # (a non-empty tensor's data is never NULL)
 
-    def _strings(self, value: int, count: int) -> tuple[str, ...]:
+    def _strings(self, value: int | None, count: int) -> tuple[str, ...]:
         api, length = self.api, c_size_t()
         if not count:
             return ()
@@ -357,6 +359,7 @@ class _Pinned:
     ``release``: read-only buffers (``bytes``, slices of a request body) go in without a copy."""
 
     __slots__ = ("_view", "address", "length")
+    _view: bytes | _PyBuffer | None
 
     def __init__(self, data: Any) -> None:
         if type(data) is bytes:  # the common case: the bytes object's own storage

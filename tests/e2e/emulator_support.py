@@ -16,15 +16,26 @@ from onnx_lambda.emulator import Emulator
 
 HANDLERS = Path(__file__).parent / "handlers"
 TEMPLATE = HANDLERS / "template.yaml"
+# lambda_client's clients, closed after the test that made them (conftest.py): a client left to
+# the garbage collector leaves its pooled sockets unclosed (a ResourceWarning, an error here)
+CLIENTS: list[Any] = []
 
 
 def lambda_client(url: str) -> Any:
     import boto3
     from botocore.config import Config
 
-    return boto3.client("lambda", endpoint_url=url, region_name="us-east-1",
-                        aws_access_key_id="x", aws_secret_access_key="x",
-                        config=Config(retries={"max_attempts": 0}, read_timeout=30))
+    client = boto3.client("lambda", endpoint_url=url, region_name="us-east-1",
+                          aws_access_key_id="x", aws_secret_access_key="x",
+                          config=Config(retries={"max_attempts": 0}, read_timeout=30))
+    CLIENTS.append(client)
+    return client
+
+
+def close_clients(keep: int = 0) -> None:
+    """Close the clients made since the first ``keep``."""
+    while len(CLIENTS) > keep:
+        CLIENTS.pop().close()
 
 
 def call(url: str, method: str = "GET", body: bytes | None = None,
@@ -34,7 +45,8 @@ def call(url: str, method: str = "GET", body: bytes | None = None,
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
+        with error:  # (it holds the response and its connection)
+            return error.code, error.headers, error.read()
 
 
 def children() -> list[psutil.Process]:
@@ -51,5 +63,7 @@ def emu() -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="module")
-def client(emu: Emulator) -> Any:
-    return lambda_client(emu.url)
+def client(emu: Emulator) -> Iterator[Any]:
+    made = len(CLIENTS)
+    yield lambda_client(emu.url)
+    close_clients(made)

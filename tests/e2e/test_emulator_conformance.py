@@ -50,7 +50,8 @@ def rie() -> Iterator[Callable[[str, bytes], tuple[int, bytes]]]:
                 with urllib.request.urlopen(url, data=payload, timeout=30) as response:
                     return response.status, response.read()
             except urllib.error.HTTPError as error:
-                return error.code, error.read()
+                with error:  # (it holds the response and its connection)
+                    return error.code, error.read()
 
         yield invoke
 

@@ -67,9 +67,13 @@ class Running:
     sink: FakeEnvironment
     server: HttpServer
     loop: asyncio.AbstractEventLoop
+    connections: list[http.client.HTTPConnection] = field(default_factory=list)
 
     def connect(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        """A client connection, closed at the test's end (``api``) if the test leaves it open."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        self.connections.append(connection)
+        return connection
 
     def raw(self) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
@@ -88,9 +92,12 @@ def api() -> Iterator[Running]:
         return sink, server
 
     sink, server = asyncio.run_coroutine_threadsafe(start(), loop).result()
+    running = Running(sink, server, loop)
     try:
-        yield Running(sink, server, loop)
+        yield running
     finally:
+        for connection in running.connections:
+            connection.close()
         asyncio.run_coroutine_threadsafe(server.close(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         thread.join()

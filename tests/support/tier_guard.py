@@ -37,6 +37,8 @@ def guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
         def call(sock: socket.socket, address: Any, *args: Any) -> Any:
             if sock.family != socket.AF_UNIX:
+                # closed here: create_connection's cleanup catches OSError, not pytest's failure
+                sock.close()
                 refuse(f"open a network socket ({name} {address!r})")
             return original(sock, address, *args)
 
