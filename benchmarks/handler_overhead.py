@@ -100,6 +100,7 @@ def warm(model: Path, iterations: int, blocks: int = 10) -> dict[str, list[float
         results["run in handler"] += [
             parse_server_timing(a["headers"]["server-timing"])[0]["inference"] * 1e3
             for a in answers]
+    service.telemetry.stream.close()
     return results
 
 

@@ -61,6 +61,7 @@ def child(model: Path, target: str, calls: int) -> None:
         call()
     # Counted: only inside this C function (``--toggle-collect``), which nothing else calls.
     functools.reduce(lambda _, __: call(), range(calls), None)
+    service.telemetry.stream.close()
 
 
 def total(model: Path, target: str, calls: int, out: Path) -> int:

@@ -81,7 +81,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str,
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        with error:  # closes the socket behind it
+            return error.code, dict(error.headers), error.read()
 
 
 def request(codec: str, base: str, name: str, feeds: Feeds,

@@ -59,6 +59,6 @@ def measure(model: Path, processes: int, *, timeout_s: float = 300.0) -> Process
     finally:
         for child in children:
             child.kill()
-            child.wait()
+            child.communicate()  # reaps it and closes its pipes
     return ProcessMemory(processes, sum(r["Rss"] for r in rollups),
                          sum(r["Pss"] for r in rollups))

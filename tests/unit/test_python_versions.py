@@ -20,7 +20,7 @@ import pytest
 
 from onnx_lambda.source_tree import root
 
-PACKAGES = ("handler", "warmer", "onnx_lambda")
+PACKAGES = ("handler", "warmer", "onnx_lambda", "benchmarks")
 
 REMOVED_MODULES = {
     # 3.12 (PEP 594, PEP 632 and importlib's cleanup)
