@@ -34,8 +34,9 @@ Modules run with ``python -m onnx_lambda.bench.NAME``:
 - ``corpus``: the third-party corpus built and served: build time, size, p50 per wire format,
   error against onnxruntime;
 - ``tracing_cost``: cold init with X-Ray tracing on vs off;
-- ``json_floats``: float32 outputs written as JSON three ways (float64 repr, shortest float32,
-  nine digits), bytes and encode time, each checked to read back as the same float32;
+- ``json_floats``: float32 outputs written as JSON six ways (the standard library's float64
+  repr, the handler's shortest float32, its per-value path, gzip, nine digits, base64), bytes
+  and encode time, each checked to read back as the same float32;
 - ``dashboard_plot`` (not a measurement): the CloudWatch dashboard's layout as a PNG.
 
 The pieces they share: ``cold`` (fresh environments: ``cold_process`` children and the
