@@ -7,18 +7,25 @@ response parses in JavaScript, Go or ``jq``; float32/float16 values as the short
 reads back as the same value (``0.12345679``, not float64's ``0.12345679104328156``).
 
 Who does what, and why:
-- Text, both ways, is the standard library's ``json`` (its C scanner and encoder), which takes
-  any payload a user pipeline returns (tuples, subclasses, cycles refused with an error) and
-  positions its parse errors ("line 1 column 5"). yyjson's Python binding (``cyyjson``,
-  py-yyjson 4.0.6, the newest release) cannot read request bodies: on x86_64 it decodes every
-  non-ASCII string wrongly (``"é"`` → ``"Ã©"``: its ASCII test shifts a signed ``char``;
-  TkTech/py_yyjson#17, open), turns a deeply nested body into a segmentation fault (its
-  conversion to Python objects recurses with no limit), and imports ``pathlib`` on its first
-  ``Document`` (≈ 16 M instructions under ``python -S``, 9 % of ``digits``' cold init).
+- Reading is the standard library's ``json`` (its C scanner), which positions its errors ("line
+  1 column 5"). yyjson's Python binding (``cyyjson``, py-yyjson 4.0.6, the newest release)
+  cannot read request bodies: on x86_64 it decodes every non-ASCII string wrongly (``"é"`` →
+  ``"Ã©"``: its ASCII test shifts a signed ``char``; TkTech/py_yyjson#17, open), and turns a
+  deeply nested body into a segmentation fault (its conversion to Python objects recurses with
+  no limit).
 - yyjson finds the digits of large float32 arrays (``SMALL`` values or more, all finite): its
   ``YYJSON_WRITE_FP_TO_FLOAT`` writes each value's shortest float32 decimal in C, read back as
-  the floats the encoder then writes. Arrays only: numbers, no strings, a tensor's rank deep.
-  Its module is imported there, on the first such answer, never at init.
+  the floats the answer carries (numbers only: no strings, a tensor's rank deep). Its module is
+  imported there, on the first such answer, never at init: its first ``Document`` imports
+  ``pathlib`` (≈ 16.6 M instructions under ``python -S``, 9 % of ``digits``' cold init).
+- Writing: the handler's own answers (``Answer``: a tree of plain JSON values) are written by
+  yyjson once that import is paid (a large float32 answer; so MiniLM's every answer, and never
+  a small model's): ``repr`` of each float in ``json`` costs ≈ 2,500 instructions, 4× the whole
+  answer through yyjson (one sentence's 384 values: 2.1 M against 0.53 M). Before it, for
+  anything else (a user pipeline's answer: yyjson's writer recurses on a cycle until the
+  process dies, where ``json`` raises) and for what yyjson refuses (a tuple, a subclass of a
+  JSON type, a non-string key), ``json`` writes. Either text holds the same values (yyjson
+  writes ``0.00001`` and ``"é"`` where ``json`` writes ``1e-05`` and ``"\\u00e9"``).
 - Everything else in Python, one value at a time (``shortest``): small float32 tensors (a
   classifier's scores, ``linear``'s two outputs: no yyjson import, no ``pathlib``, on their
   first answer), float16 (yyjson has no half-precision writer) and arrays with non-finite
@@ -30,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
 
 from handler.ort.tensor import Tensor, nest
 
@@ -112,14 +120,34 @@ def check_parsed(value: Any) -> None:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
+class Answer(dict):  # type: ignore[type-arg]
+    """An answer the handler's own pipelines and codecs built: string keys, and values of the
+    JSON types themselves (no subclass, no tuple, no cycle), which yyjson may write."""
+
+    __slots__ = ()
+
+
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
     try:
-        return _ENCODER.encode(payload), payload, 0
+        return _write(payload), payload, 0
     except ValueError:  # a NaN or ±Infinity somewhere (rare): written again, with nulls
         counter = [0]
         clean = _nulled(payload, counter)
-        return _ENCODER.encode(clean), clean, counter[0]
+        return _write(clean), clean, counter[0]
+
+
+def _write(payload: Any) -> str:
+    """The payload's text; ValueError where it holds NaN or ±Infinity."""
+    if payload.__class__ is Answer:
+        yyjson = sys.modules.get("cyyjson")
+        if yyjson is not None:  # loaded (by tensor_values) for a large float32 array: see above
+            try:
+                text: str = yyjson.Document(payload).dumps()
+                return text
+            except (TypeError, SystemError, UnicodeEncodeError):
+                pass  # what its writer does not take (a tuple, a subclass, a non-string key)
+    return _ENCODER.encode(payload)
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:

@@ -2,13 +2,16 @@
 back exactly, each written as its shortest decimal (numpy's Dragon4 ``unique=True`` is the
 oracle: the handler itself never imports numpy), non-finite values as ``null`` and counted, and
 request bodies are read strictly (what a client then sees: tests/functional/test_handler_hostile
-.py and test_handler_exact.py)."""
+.py and test_handler_exact.py). Which decimal is written is compared, not its notation: json
+writes ``1e-05`` where yyjson, once loaded, writes ``0.00001``."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+import sys
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -17,27 +20,41 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
-from handler.json_codec import SMALL, check_parsed, dumps, loads, shortest, tensor_values
+from handler.json_codec import (
+    SMALL,
+    Answer,
+    check_parsed,
+    dumps,
+    loads,
+    shortest,
+    tensor_values,
+)
 from handler.ort.tensor import as_tensor
 
 NUMBER = re.compile(r"-?\d[\d.e+-]*|null")
 
 
-def _oracle(array: np.ndarray) -> list[str]:
-    """numpy's shortest decimal of each value, as ``repr`` (and so ``json``) writes it."""
-    return [repr(float(np.format_float_positional(v, unique=True))) if np.isfinite(v)
-            else "null" for v in array.ravel()]
+def _decimal(text: str) -> Any:
+    """A written number as the decimal it stands for (sign, digits, exponent), whatever its
+    notation; ``null`` as None."""
+    return None if text == "null" else Decimal(text).normalize().as_tuple()
+
+
+def _oracle(array: np.ndarray) -> list[Any]:
+    """numpy's shortest decimal of each value."""
+    return [_decimal(np.format_float_positional(v, unique=True)) if np.isfinite(v) else None
+            for v in array.ravel()]
 
 
 def _body(array: np.ndarray) -> tuple[str, int]:
     """The response text of one output holding ``array``, and how many nulls it counted."""
-    text, _, non_finite = dumps({"outputs": {"y": tensor_values(as_tensor(array))}})
+    text, _, non_finite = dumps(Answer(outputs={"y": tensor_values(as_tensor(array))}))
     return text, non_finite
 
 
-def _written(array: np.ndarray) -> list[str]:
-    """Each number of ``array``'s response text as written (``null`` for the non-finite)."""
-    return NUMBER.findall(_body(array)[0])
+def _written(array: np.ndarray) -> list[Any]:
+    """Each number of ``array``'s response text, as the decimal it stands for."""
+    return [_decimal(token) for token in NUMBER.findall(_body(array)[0])]
 
 
 def test_every_float16_small_and_large() -> None:
@@ -70,14 +87,17 @@ def test_random_float32_either_way(scale: str) -> None:
     assert _written(values) == _oracle(values)  # (with NaN and inf: one by one)
     with np.errstate(invalid="ignore"):  # signalling NaNs among the random bit patterns
         kept = shortest(values.astype(np.float64).tolist(), "float32")
-    assert [repr(v) if math.isfinite(v) else "null" for v in kept] == _oracle(values)
+    assert [_decimal(repr(v)) if math.isfinite(v) else None for v in kept] == _oracle(values)
 
 
 def test_integral_and_signed_zero_values_are_written_as_floats() -> None:
     values = np.array([0.0, -0.0, 1.0, -3.0, 1e6, 16777216.0, 3e38, 0.5], np.float32)
-    expected = ["0.0", "-0.0", "1.0", "-3.0", "1000000.0", "16777216.0", "3e+38", "0.5"]
-    assert _written(values) == expected
-    assert _written(np.tile(values, 4)) == expected * 4  # 32 values: yyjson's way too
+    for array in (values, np.tile(values, 4)):  # 32 values: yyjson's way too
+        text = _body(array)[0]
+        read = json.loads(text)["outputs"]["y"]
+        assert read == [0.0, -0.0, 1.0, -3.0, 1e6, 16777216.0, 3e38, 0.5] * (array.size // 8)
+        assert all(type(v) is float for v in read)  # "1.0", not "1": JSON readers keep floats
+        assert [math.copysign(1.0, v) for v in read[:2]] == [1.0, -1.0]
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0), (1, 2), (30,), (3, 9), (2, 3, 4),
@@ -116,11 +136,13 @@ def test_a_payload_without_non_finite_values_is_written_as_it_is() -> None:
     assert written is payload and non_finite == 0
 
 
-def test_an_unencodable_payload_raises() -> None:
+def test_an_unencodable_payload_raises_even_once_yyjson_is_loaded() -> None:
+    tensor_values(as_tensor(np.zeros(SMALL, np.float32)))  # a large array: yyjson is loaded
+    assert "cyyjson" in sys.modules
     with pytest.raises(TypeError, match="not JSON serializable"):
         dumps({"score": object()})
     cycle: list[Any] = []
-    cycle.append(cycle)
+    cycle.append(cycle)  # a user pipeline's bug: an error (a 500), never a crash
     with pytest.raises((ValueError, RecursionError)):
         dumps(cycle)
 
@@ -132,9 +154,26 @@ def test_any_float_array_round_trips(array: np.ndarray) -> None:
     text, non_finite = _body(array)
     loads(text.encode())  # strict JSON
     written = NUMBER.findall(text)
-    assert written == _oracle(array) and non_finite == written.count("null")
+    assert [_decimal(t) for t in written] == _oracle(array)
+    assert non_finite == written.count("null")
     back = np.array([float(t) for t in written if t != "null"], array.dtype)
     assert back.tobytes() == array[np.isfinite(array)].tobytes()  # (-0.0 too)
+
+
+def test_once_yyjson_writes_the_handlers_answers_the_text_holds_what_json_would() -> None:
+    tensor_values(as_tensor(np.zeros(SMALL, np.float32)))  # a large array: yyjson is loaded
+    assert "cyyjson" in sys.modules
+    fields = {"embeddings": [[0.1, -2.5e-07, 1e+20]], "dimensions": 3, "tokens": [2**70],
+              "label": "é \" \n", "ok": True, "none": None}
+    text, written, non_finite = dumps(Answer(fields))
+    assert json.loads(text) == fields and written == fields and non_finite == 0
+    fields["embeddings"][0].append(math.nan)  # its refusal of NaN: nulls, counted
+    text, written, non_finite = dumps(Answer(fields))
+    assert json.loads(text)["embeddings"] == [[0.1, -2.5e-07, 1e+20, None]] and non_finite == 1
+    # what its writer does not take goes to json: a tuple, a subclass, a non-string key, a
+    # string that UTF-8 cannot hold
+    for odd in ({"t": (1, 2)}, {1: "a"}, {"b": Answer(a=1)}, {"s": "\ud800"}):
+        assert dumps(Answer(odd))[0] == json.dumps(odd, separators=(",", ":"))
 
 
 # -- reading --------------------------------------------------------------------------------
