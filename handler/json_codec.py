@@ -143,7 +143,7 @@ def _write(payload: Any) -> str:
         yyjson = sys.modules.get("cyyjson")
         if yyjson is not None:  # loaded (by tensor_values) for a large float32 array: see above
             try:
-                text: str = yyjson.Document(payload).dumps()
+                text: str = yyjson.Document(dict(payload)).dumps()  # (it takes exact types)
                 return text
             except (TypeError, SystemError, UnicodeEncodeError):
                 pass  # what its writer does not take (a tuple, a subclass, a non-string key)

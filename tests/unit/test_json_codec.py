@@ -167,6 +167,8 @@ def test_once_yyjson_writes_the_handlers_answers_the_text_holds_what_json_would(
               "label": "é \" \n", "ok": True, "none": None}
     text, written, non_finite = dumps(Answer(fields))
     assert json.loads(text) == fields and written == fields and non_finite == 0
+    assert '"é' in text  # yyjson's text (json's would be "\u00e9"); a plain dict stays json's
+    assert dumps(fields)[0] == json.dumps(fields, separators=(",", ":"))
     fields["embeddings"][0].append(math.nan)  # its refusal of NaN: nulls, counted
     text, written, non_finite = dumps(Answer(fields))
     assert json.loads(text)["embeddings"] == [[0.1, -2.5e-07, 1e+20, None]] and non_finite == 1
