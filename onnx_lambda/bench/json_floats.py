@@ -8,9 +8,10 @@ written as a JSON body six ways, interleaved, and each way's text is checked to 
 the same float32 values:
 - float64 repr: ``json.dumps`` of ``tolist()``, the widened values (the standard library's
   answer, and what the numpy-based runtime wrote);
-- shortest, the handler: ``json_codec.tensor_values`` then ``json_codec.dumps`` (what the
-  handler writes): the shortest decimal that reads back as the same float32, found by yyjson's
-  float32 writer for arrays of ``json_codec.SMALL`` values or more, then written by ``json``;
+- shortest, the handler: ``json_codec.tensor_values`` then ``json_codec.dumps`` of the answer
+  (``{"y": ...}``, 6 bytes more): the shortest decimal that reads back as the same float32,
+  found by yyjson's float32 writer for arrays of ``json_codec.SMALL`` values or more, the
+  answer then written by yyjson too;
 - shortest, one by one: ``json_codec.shortest``'s per-value Python path (what the handler uses
   for float16, arrays with non-finite values and arrays under ``json_codec.SMALL`` values);
 - the handler's, gzip-compressed: what a client sending ``Accept-Encoding: gzip`` gets
@@ -52,8 +53,9 @@ def nine_digits(tensor: Tensor) -> str:
 
 
 def handler_text(tensor: Tensor) -> str:
-    """The body the handler writes for the tensor."""
-    return json_codec.dumps(json_codec.tensor_values(tensor))[0]
+    """The body the handler writes for the tensor: its own answer (``{"y": ...}``, as the
+    tensor pipeline's ``outputs`` hold it), which yyjson writes once loaded."""
+    return json_codec.dumps(json_codec.Answer(y=json_codec.tensor_values(tensor)))[0]
 
 
 def one_by_one(tensor: Tensor) -> str:
@@ -66,7 +68,7 @@ def shortest_gzip(tensor: Tensor) -> bytes | str:
     """The handler's answer to a client that accepts gzip (``handler.compression``): its text,
     then zlib level 1; these bytes reach the client (the gateway gets them in base64, 4/3 as
     many). A body gzip would not shrink in base64 is sent as it is: its text."""
-    response = Response(200, json_codec.tensor_values(tensor))
+    response = Response(200, json_codec.Answer(y=json_codec.tensor_values(tensor)))
     compression.negotiate(response, "gzip")
     return response.body if response.text is None else response.text
 
@@ -110,6 +112,8 @@ def measure(tensors: list[Tensor], repeat: int) -> dict[str, dict[str, float]]:
         texts = [way(tensor) for tensor in tensors]
         for tensor, text in zip(tensors, texts, strict=True):
             value = json.loads(gzip.decompress(text) if isinstance(text, bytes) else text)
+            if isinstance(value, dict):  # the handler's answer: {"y": the array}
+                (value,) = value.values()
             if value and isinstance(value[0], str):  # base64 rows: the float32 bytes themselves
                 raw = b"".join(base64.b64decode(row, validate=True) for row in value)
                 back = struct.unpack(f"<{len(raw) // 4}f", raw)
