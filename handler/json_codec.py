@@ -18,14 +18,14 @@ Who does what, and why:
   the floats the answer carries (numbers only: no strings, a tensor's rank deep). Its module is
   imported there, on the first such answer, never at init: its first ``Document`` imports
   ``pathlib`` (≈ 16.6 M instructions under ``python -S``, 9 % of ``digits``' cold init).
-- Writing: the handler's own answers (``Answer``: a tree of plain JSON values) are written by
-  yyjson once that import is paid (a large float32 answer; so MiniLM's every answer, and never
-  a small model's): ``repr`` of each float in ``json`` costs ≈ 2,500 instructions, 4× the whole
-  answer through yyjson (one sentence's 384 values: 2.1 M against 0.53 M). Before it, for
-  anything else (a user pipeline's answer: yyjson's writer recurses on a cycle until the
-  process dies, where ``json`` raises) and for what yyjson refuses (a tuple, a subclass of a
-  JSON type, a non-string key), ``json`` writes. Either text holds the same values (yyjson
-  writes ``0.00001`` and ``"é"`` where ``json`` writes ``1e-05`` and ``"\\u00e9"``).
+- Writing: the handler's own answers are written by yyjson once that import is paid (a large
+  float32 answer; so MiniLM's every answer, and never a small model's): ``repr`` of each float
+  in ``json`` costs ≈ 2,500 instructions, 4× the whole answer through yyjson (one sentence's
+  384 values: 2.1 M against 0.52 M). Before it, for a user pipeline's answer (``Foreign``:
+  yyjson's writer recurses on a cycle until the process dies, where ``json`` raises) and for
+  what yyjson refuses (a tuple, a subclass of a JSON type, a non-string key), ``json`` writes.
+  Either text holds the same values (yyjson writes ``0.00001`` and ``"é"`` where ``json``
+  writes ``1e-05`` and ``"\\u00e9"``).
 - Everything else in Python, one value at a time (``shortest``): small float32 tensors (a
   classifier's scores, ``linear``'s two outputs: no yyjson import, no ``pathlib``, on their
   first answer), float16 (yyjson has no half-precision writer) and arrays with non-finite
@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-import sys
 
 from handler.ort.tensor import Tensor, nest
 
@@ -120,34 +119,37 @@ def check_parsed(value: Any) -> None:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
-class Answer(dict):  # type: ignore[type-arg]
-    """An answer the handler's own pipelines and codecs built: string keys, and values of the
-    JSON types themselves (no subclass, no tuple, no cycle), which yyjson may write."""
+class Foreign:
+    """A user pipeline's answer, which ``json`` writes: any object, a cycle included (an error,
+    never a crash)."""
 
-    __slots__ = ()
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
 
 
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
+    write = _ENCODER.encode if _document is None else _yyjson_text
+    if payload.__class__ is Foreign:
+        payload, write = payload.payload, _ENCODER.encode
     try:
-        return _write(payload), payload, 0
+        return write(payload), payload, 0
     except ValueError:  # a NaN or ±Infinity somewhere (rare): written again, with nulls
         counter = [0]
         clean = _nulled(payload, counter)
-        return _write(clean), clean, counter[0]
+        return write(clean), clean, counter[0]
 
 
-def _write(payload: Any) -> str:
-    """The payload's text; ValueError where it holds NaN or ±Infinity."""
-    if payload.__class__ is Answer:
-        yyjson = sys.modules.get("cyyjson")
-        if yyjson is not None:  # loaded (by tensor_values) for a large float32 array: see above
-            try:
-                text: str = yyjson.Document(dict(payload)).dumps()  # (it takes exact types)
-                return text
-            except (TypeError, SystemError, UnicodeEncodeError):
-                pass  # what its writer does not take (a tuple, a subclass, a non-string key)
-    return _ENCODER.encode(payload)
+def _yyjson_text(payload: Any) -> str:
+    """The handler's own answer through yyjson (loaded: see above); ValueError where it holds
+    NaN or ±Infinity."""
+    try:
+        text: str = _document(payload).dumps()
+        return text
+    except (TypeError, SystemError, UnicodeEncodeError):  # what its writer does not take (a
+        return _ENCODER.encode(payload)  # tuple, a subclass, a non-string key): json's
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:
@@ -246,6 +248,20 @@ def shortest(values: list[float], dtype: str) -> list[float]:
     return found
 
 
+# yyjson's ``Document``, once the first large float32 array has imported it (``_yyjson``)
+_document: Any = None
+
+
+def _yyjson() -> Any:
+    global _document
+    # large float32 arrays only: see the module's docstring (the layer ships this C module
+    # without the yyjson package, whose typing stubs it would carry)
+    from cyyjson import Document  # type: ignore[import-not-found,unused-ignore]
+
+    _document = Document
+    return Document
+
+
 def tensor_values(tensor: Tensor) -> Any:
     """A tensor → JSON-ready values, nested like ``tolist``: float32/float16 as ``shortest``
     writes them (NaN and ±inf stay floats: ``dumps`` writes them as null and counts them)."""
@@ -253,12 +269,9 @@ def tensor_values(tensor: Tensor) -> Any:
     if dtype not in _SPECS:
         return tensor.tolist()
     if dtype == "float32" and tensor.size >= SMALL:
-        # large float32 arrays only: see the module's docstring (the layer ships this C module
-        # without the yyjson package, whose typing stubs it would carry)
-        from cyyjson import Document  # type: ignore[import-not-found,unused-ignore]
-
+        document = _document or _yyjson()
         try:
-            return Document(Document(tensor.tolist()).dumps(flags=_FP_TO_FLOAT)).as_obj
+            return document(document(tensor.tolist()).dumps(flags=_FP_TO_FLOAT)).as_obj
         except ValueError:  # NaN or ±inf in it (yyjson refuses them): one by one, counted later
             pass
     return nest(shortest(tensor.flat(), dtype), tensor.shape)

@@ -330,8 +330,7 @@ def to_json(value: Any) -> Any:
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
     """``{"outputs": {name: value}}``, each output as ``to_json`` writes it."""
-    return json_codec.Answer(outputs={str(name): to_json(value)
-                                      for name, value in outputs.items()})
+    return {"outputs": {name: to_json(value) for name, value in outputs.items()}}
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:

@@ -81,8 +81,8 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
         else:
             item["data"] = json_codec.tensor_values(value.reshape((value.size,)))
         items.append(item)
-    body: dict[str, Any] = json_codec.Answer(model_name=model.name,
-                                             model_version=model.version, outputs=items)
+    body: dict[str, Any] = {"model_name": model.name, "model_version": model.version,
+                            "outputs": items}
     if decoded.id is not None:
         body["id"] = decoded.id
     if not chunks:

@@ -94,8 +94,8 @@ class TextEmbeddingPipeline(Pipeline):
                 vectors = [l2_normalize(v) for v in vectors]
             if base64:
                 vectors = [_float32_base64(v) for v in vectors]
-        return json_codec.Answer(embeddings=vectors, dimensions=dimensions,
-                                 tokens=[int(sum(row)) for row in mask])
+        return {"embeddings": vectors, "dimensions": dimensions,
+                "tokens": [int(sum(row)) for row in mask]}
 
     def example(self) -> Any:
         return ["warm-up sentence"]

@@ -55,7 +55,7 @@ def nine_digits(tensor: Tensor) -> str:
 def handler_text(tensor: Tensor) -> str:
     """The body the handler writes for the tensor: its own answer (``{"y": ...}``, as the
     tensor pipeline's ``outputs`` hold it), which yyjson writes once loaded."""
-    return json_codec.dumps(json_codec.Answer(y=json_codec.tensor_values(tensor)))[0]
+    return json_codec.dumps({"y": json_codec.tensor_values(tensor)})[0]
 
 
 def one_by_one(tensor: Tensor) -> str:
@@ -68,7 +68,7 @@ def shortest_gzip(tensor: Tensor) -> bytes | str:
     """The handler's answer to a client that accepts gzip (``handler.compression``): its text,
     then zlib level 1; these bytes reach the client (the gateway gets them in base64, 4/3 as
     many). A body gzip would not shrink in base64 is sent as it is: its text."""
-    response = Response(200, json_codec.Answer(y=json_codec.tensor_values(tensor)))
+    response = Response(200, {"y": json_codec.tensor_values(tensor)})
     compression.negotiate(response, "gzip")
     return response.body if response.text is None else response.text
 

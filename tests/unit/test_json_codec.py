@@ -22,7 +22,7 @@ from hypothesis.extra.numpy import array_shapes, arrays
 
 from handler.json_codec import (
     SMALL,
-    Answer,
+    Foreign,
     check_parsed,
     dumps,
     loads,
@@ -48,7 +48,7 @@ def _oracle(array: np.ndarray) -> list[Any]:
 
 def _body(array: np.ndarray) -> tuple[str, int]:
     """The response text of one output holding ``array``, and how many nulls it counted."""
-    text, _, non_finite = dumps(Answer(outputs={"y": tensor_values(as_tensor(array))}))
+    text, _, non_finite = dumps({"outputs": {"y": tensor_values(as_tensor(array))}})
     return text, non_finite
 
 
@@ -136,15 +136,17 @@ def test_a_payload_without_non_finite_values_is_written_as_it_is() -> None:
     assert written is payload and non_finite == 0
 
 
-def test_an_unencodable_payload_raises_even_once_yyjson_is_loaded() -> None:
+def test_a_user_pipelines_unencodable_answer_raises_even_once_yyjson_is_loaded() -> None:
     tensor_values(as_tensor(np.zeros(SMALL, np.float32)))  # a large array: yyjson is loaded
     assert "cyyjson" in sys.modules
     with pytest.raises(TypeError, match="not JSON serializable"):
-        dumps({"score": object()})
+        dumps(Foreign({"score": object()}))
     cycle: list[Any] = []
     cycle.append(cycle)  # a user pipeline's bug: an error (a 500), never a crash
     with pytest.raises((ValueError, RecursionError)):
-        dumps(cycle)
+        dumps(Foreign(cycle))
+    text, written, non_finite = dumps(Foreign((1.5, math.inf)))
+    assert (text, written, non_finite) == ("[1.5,null]", [1.5, None], 1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -165,17 +167,22 @@ def test_once_yyjson_writes_the_handlers_answers_the_text_holds_what_json_would(
     assert "cyyjson" in sys.modules
     fields = {"embeddings": [[0.1, -2.5e-07, 1e+20]], "dimensions": 3, "tokens": [2**70],
               "label": "é \" \n", "ok": True, "none": None}
-    text, written, non_finite = dumps(Answer(fields))
-    assert json.loads(text) == fields and written == fields and non_finite == 0
-    assert '"é' in text  # yyjson's text (json's would be "\u00e9"); a plain dict stays json's
-    assert dumps(fields)[0] == json.dumps(fields, separators=(",", ":"))
+    text, written, non_finite = dumps(fields)
+    assert json.loads(text) == fields and written is fields and non_finite == 0
+    assert '"é' in text  # yyjson's text (json's would be "\u00e9"); a user pipeline's is json's
+    assert dumps(Foreign(fields))[0] == json.dumps(fields, separators=(",", ":"))
     fields["embeddings"][0].append(math.nan)  # its refusal of NaN: nulls, counted
-    text, written, non_finite = dumps(Answer(fields))
+    text, written, non_finite = dumps(fields)
     assert json.loads(text)["embeddings"] == [[0.1, -2.5e-07, 1e+20, None]] and non_finite == 1
     # what its writer does not take goes to json: a tuple, a subclass, a non-string key, a
     # string that UTF-8 cannot hold
-    for odd in ({"t": (1, 2)}, {1: "a"}, {"b": Answer(a=1)}, {"s": "\ud800"}):
-        assert dumps(Answer(odd))[0] == json.dumps(odd, separators=(",", ":"))
+    for odd in ({"t": (1, 2)}, {1: "a"}, {"b": [True], "c": OddDict(a=1)},
+                {"s": "\ud800"}):
+        assert dumps(odd)[0] == json.dumps(odd, separators=(",", ":"))
+
+
+class OddDict(dict):  # type: ignore[type-arg]
+    """A subclass of a JSON type (yyjson's writer takes the exact types only)."""
 
 
 # -- reading --------------------------------------------------------------------------------
