@@ -26,8 +26,9 @@ Modules run with ``python -m benchmarks.NAME``:
 - ``corpus``: the third-party corpus (``corpus/``: wheels fetched, real inputs) built and
   served: build time, size, p50 per wire format, error against onnxruntime;
 - ``tracing_cost``: cold init with X-Ray tracing on vs off;
-- ``json_floats``: float32 outputs written as JSON three ways (float64 repr, shortest float32,
-  nine digits), bytes and encode time, each checked to read back as the same float32;
+- ``json_floats``: float32 outputs written as JSON six ways (the standard library's float64
+  repr, the handler's shortest float32, its per-value path, gzip, nine digits, base64), bytes
+  and encode time, each checked to read back as the same float32;
 - ``gpu_check`` (``scripts/gpu-check``, on a GPU machine): the GPU latency table ``onnx-lambda
   tune --managed-instances --gpu-table`` reads;
 - ``dashboard_plot`` (not a measurement): the CloudWatch dashboard's layout as a PNG.

@@ -6,13 +6,15 @@ The model's example, repeated ``--batch`` times (a text example made distinct se
 number each), runs once through the handler's session; each float32 output tensor is then
 written as a JSON body six ways, interleaved, and each way's text is checked to read back as
 the same float32 values:
-- float64 repr: ``tolist()`` of the widened values (what the numpy-based runtime wrote);
-- shortest, in C: ``Tensor.encoded_json()`` through ``strict_json.dumps`` (what the handler
-  writes): the shortest decimal that reads back as the same float32, written by yyjson
-  (``handler.ort.float_json``) and spliced into the body as the array's text (``EncodedList``);
-- shortest, pure Python: the same text from ``handler.ort.float_text``'s bulk bytes passes (what
-  the handler writes for float16, non-finite values and arrays under ``float_text.SMALL``);
-- the same, gzip-compressed: what a client sending ``Accept-Encoding: gzip`` gets
+- float64 repr: ``json.dumps`` of ``tolist()``, the widened values (the standard library's
+  answer, and what the numpy-based runtime wrote);
+- shortest, the handler: ``json_codec.tensor_values`` then ``json_codec.dumps`` of the answer
+  (``{"y": ...}``, 6 bytes more): the shortest decimal that reads back as the same float32,
+  found by yyjson's float32 writer for arrays of ``json_codec.SMALL`` values or more, the
+  answer then written by yyjson too;
+- shortest, one by one: ``json_codec.shortest``'s per-value Python path (what the handler uses
+  for float16, arrays with non-finite values and arrays under ``json_codec.SMALL`` values);
+- the handler's, gzip-compressed: what a client sending ``Accept-Encoding: gzip`` gets
   (``handler.compression``, zlib level 1), encode and compression timed together;
 - ``%.9g`` text: nine significant digits always round-trip a float32; one ``%`` pass per row
   writes the array's text, with no float parse or ``repr`` per value;
@@ -33,10 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from handler import compression, strict_json
+from handler import compression, json_codec
 from handler.http import Response
-from handler.ort import float_text
-from handler.ort.tensor import EncodedList, Tensor, _nested_joins, nest
+from handler.ort.tensor import Tensor, nest
 from handler.pipelines import text_embedding
 
 
@@ -51,30 +52,35 @@ def nine_digits(tensor: Tensor) -> str:
     return "[" + ",".join(rows) + "]"
 
 
-def python_shortest(tensor: Tensor) -> str:
-    """The body as ``encoded_json`` wrote it before yyjson: ``float_text``'s passes."""
-    texts, floats, non_finite = float_text.texts(tensor.flat(), tensor.dtype)
-    value = EncodedList(nest(floats, tensor.shape))
-    value.text, value.non_finite = _nested_joins(texts, tensor.shape).decode(), non_finite
-    return strict_json.dumps(value)[0]
+def handler_text(tensor: Tensor) -> str:
+    """The body the handler writes for the tensor: its own answer (``{"y": ...}``, as the
+    tensor pipeline's ``outputs`` hold it), which yyjson writes once loaded."""
+    return json_codec.dumps({"y": json_codec.tensor_values(tensor)})[0]
 
 
-def shortest_gzip(tensor: Tensor) -> bytes:
-    """The handler's answer to a client that accepts gzip (``handler.compression``): the
-    yyjson text, then zlib level 1; these bytes reach the client (the gateway gets them in
-    base64, 4/3 as many). A body gzip would not shrink in base64 is sent as it is: its text."""
-    response = Response(200, tensor.encoded_json())
+def one_by_one(tensor: Tensor) -> str:
+    """The body through ``json_codec.shortest``'s per-value path."""
+    return json_codec.dumps(nest(json_codec.shortest(tensor.flat(), tensor.dtype),
+                                 tensor.shape))[0]
+
+
+def shortest_gzip(tensor: Tensor) -> bytes | str:
+    """The handler's answer to a client that accepts gzip (``handler.compression``): its text,
+    then zlib level 1; these bytes reach the client (the gateway gets them in base64, 4/3 as
+    many). A body gzip would not shrink in base64 is sent as it is: its text."""
+    response = Response(200, {"y": json_codec.tensor_values(tensor)})
     compression.negotiate(response, "gzip")
     return response.body if response.text is None else response.text
 
 
 WAYS: dict[str, Callable[[Tensor], str | bytes]] = {
-    "float64 repr (numpy runtime)": lambda t: strict_json.dumps(t.tolist())[0],
-    "shortest float32, yyjson (the handler)": lambda t: strict_json.dumps(t.encoded_json())[0],
+    "float64 repr (json.dumps of tolist)": lambda t: json.dumps(t.tolist(),
+                                                                 separators=(",", ":")),
+    "shortest float32 (the handler: json_codec)": handler_text,
     "the same, gzip-compressed (Accept-Encoding: gzip)": shortest_gzip,
-    "shortest float32, pure Python (float_text)": python_shortest,
+    "shortest float32, one by one (json_codec.shortest)": one_by_one,
     "%.9g text": nine_digits,
-    "float32 bytes as base64 (encoding_format base64)": lambda t: strict_json.dumps(
+    "float32 bytes as base64 (encoding_format base64)": lambda t: json_codec.dumps(
         text_embedding._base64_rows(t, t.shape[-1]))[0],
 }
 
@@ -106,6 +112,8 @@ def measure(tensors: list[Tensor], repeat: int) -> dict[str, dict[str, float]]:
         texts = [way(tensor) for tensor in tensors]
         for tensor, text in zip(tensors, texts, strict=True):
             value = json.loads(gzip.decompress(text) if isinstance(text, bytes) else text)
+            if isinstance(value, dict):  # the handler's answer: {"y": the array}
+                (value,) = value.values()
             if value and isinstance(value[0], str):  # base64 rows: the float32 bytes themselves
                 raw = b"".join(base64.b64decode(row, validate=True) for row in value)
                 back = struct.unpack(f"<{len(raw) // 4}f", raw)

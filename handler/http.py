@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from handler import strict_json
+from handler import json_codec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Response:
 
     def body_bytes(self) -> bytes:
         if self.body is None:
-            text, self.payload, self.non_finite = strict_json.dumps(self.payload)
+            text, self.payload, self.non_finite = json_codec.dumps(self.payload)
             self.body, self.text = text.encode(), text
             self.headers.setdefault("content-type", JSON)
         return self.body

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 from operator import itemgetter
 
-from handler import strict_json
+from handler import json_codec
 from handler.dims import is_shared
 from handler.errors import InvalidInputError
 from handler.model import TensorSpec
@@ -318,7 +318,7 @@ def _check_shape(tensor: Tensor, item: _Input, symbols: dict[str, tuple[int, str
 def to_json(value: Any) -> Any:
     """An output (tensor, or a sequence/map from a non-tensor output) → JSON-ready values."""
     if isinstance(value, Tensor):
-        return value.encoded_json()
+        return json_codec.tensor_values(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list | tuple):
@@ -330,53 +330,8 @@ def to_json(value: Any) -> Any:
 
 
 def outputs_to_json(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"outputs": {name: value}}``: an ``EncodedDict``, its text written here at once, when
-    every output carries its text (the handler's own answers, never changed afterwards). An
-    answer of small float tensors only (``Tensor.float_texts``, the usual one) is one ``%`` on
-    a template of its names and shapes, worked out once per signature, with plain lists of its
-    floats inside."""
-    values: dict[str, Any] = {}
-    texts: list[bytes] = []
-    signature: list[tuple[str, bytes]] = []
-    non_finite = 0
-    for name, value in outputs.items():  # (a loop: a comprehension is a function per call)
-        few = value.float_texts() if value.__class__ is Tensor else None
-        if few is None or name.__class__ is not str:
-            return _outputs_object(outputs)
-        texts += few[0]
-        values[name] = few[1]
-        non_finite += few[2]
-        signature.append((name, few[3]))
-    key = tuple(signature)
-    template = _ANSWERS.get(key) or _answer_template(key)
-    return strict_json.with_text({"outputs": values}, (template % tuple(texts)).decode(),
-                                 non_finite)
-
-
-def _outputs_object(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``outputs_to_json`` for any outputs: each one's ``encoded_json`` (or ``to_json``)."""
-    values: dict[str, Any] = {}
-    for name, value in outputs.items():
-        values[name] = value.encoded_json() if value.__class__ is Tensor else to_json(value)
-    values = strict_json.encoded_object(values)
-    if values.__class__ is not strict_json.EncodedDict:
-        return {"outputs": values}
-    return strict_json.with_text({"outputs": values}, f'{{"outputs":{values.text}}}',
-                                 values.non_finite)
-
-
-def _answer_template(signature: tuple[tuple[str, bytes], ...]) -> bytes:
-    """The ``{"outputs": ...}`` text of outputs (name, the tensor's ``%s`` template), as
-    ``strict_json.encoded_object`` writes their object (remembered while few)."""
-    fields = [strict_json.escape(name).replace("%", "%%").encode() + b":" + template
-              for name, template in signature]
-    template = b'{"outputs":{' + b",".join(fields) + b"}}"
-    if len(_ANSWERS) < 64:  # a client's own batch sizes and output lists: bounded
-        _ANSWERS[signature] = template
-    return template
-
-
-_ANSWERS: dict[tuple[tuple[str, bytes], ...], bytes] = {}
+    """``{"outputs": {name: value}}``, each output as ``to_json`` writes it."""
+    return {"outputs": {name: to_json(value) for name, value in outputs.items()}}
 
 
 def _names(specs: Iterable[TensorSpec]) -> str:

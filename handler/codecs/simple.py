@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from handler import strict_json
+from handler import json_codec
 from handler.errors import BadRequestError
 from handler.http import NO_BODY, Request
 
@@ -17,7 +17,7 @@ def parse_json(request: Request) -> Any:
     """The request body as JSON (or the already-parsed body of a direct invocation)."""
     if request.parsed is not NO_BODY:
         try:
-            strict_json.check_parsed(request.parsed)
+            json_codec.check_parsed(request.parsed)
         except ValueError as exc:
             raise BadRequestError(str(exc)) from None
         return request.parsed
@@ -29,7 +29,7 @@ def parse_json(request: Request) -> Any:
 def loads(data: bytes, what: str = "JSON") -> Any:
     """Strict JSON (no NaN, no Infinity, no overflow to infinity) or a 400."""
     try:
-        return strict_json.loads(data)
+        return json_codec.loads(data)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BadRequestError(f"malformed {what}: {exc}") from None
 

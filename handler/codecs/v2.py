@@ -8,7 +8,7 @@ import math
 import struct
 from collections.abc import Mapping
 
-from handler import strict_json, tensors
+from handler import json_codec, tensors
 from handler.codecs.shapes import MAX_DIM, MAX_RANK, is_shape
 from handler.codecs.simple import loads, parse_json
 from handler.errors import BadRequestError, InferenceError, InvalidInputError
@@ -79,7 +79,7 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
             item["parameters"] = {"binary_data_size": len(chunk)}
             chunks.append(chunk)
         else:
-            item["data"] = value.reshape((value.size,)).encoded_json()
+            item["data"] = json_codec.tensor_values(value.reshape((value.size,)))
         items.append(item)
     body: dict[str, Any] = {"model_name": model.name, "model_version": model.version,
                             "outputs": items}
@@ -87,7 +87,7 @@ def encode(model: Model, outputs: dict[str, Any], decoded: Decoded) -> Response:
         body["id"] = decoded.id
     if not chunks:
         return Response(200, payload=body)
-    text, _, non_finite = strict_json.dumps(body)  # JSON outputs beside binary ones
+    text, _, non_finite = json_codec.dumps(body)  # JSON outputs beside binary ones
     header = text.encode()
     response = Response(200, body=b"".join([header, *chunks]),
                         headers={"content-type": OCTET, HEADER_LENGTH: str(len(header))})

@@ -12,16 +12,13 @@ from __future__ import annotations
 import math
 import struct
 
-from handler.ort import float_json, float_text
-from handler.ort.float_text import EncodedList, shortest
 from handler.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DTYPES", "EncodedList", "Tensor", "as_tensor", "from_values", "nest", "shortest",
-           "zeros"]
+__all__ = ["DTYPES", "Tensor", "as_tensor", "from_values", "nest", "zeros"]
 
 # dtype name (numpy's spelling) → (ONNX element type, struct format, item size)
 DTYPES: dict[str, tuple[int, str, int]] = {
@@ -40,6 +37,9 @@ DTYPES: dict[str, tuple[int, str, int]] = {
     "uint64": (13, "Q", 8),
 }
 BY_ELEMENT_TYPE: dict[int, str] = {code: name for name, (code, _, _) in DTYPES.items()}
+# Below this many values ``tolist`` unpacks and nests in Python; from it on, one memoryview
+# cast builds the nest in C (its fixed cost is three casts)
+_FEW = 24
 # numpy's names for the same types, where they differ (for arrays a user pipeline hands us)
 _NUMPY_ALIASES = {"bool_": "bool", "object": "string", "str": "string"}
 
@@ -87,63 +87,6 @@ class Tensor(NamedTuple):
                                                         self.shape).tolist()
         return nest(self.flat(), self.shape)
 
-    def json(self) -> Any:
-        """``tolist`` for a JSON body: float32/float16 values as the floats of their shortest
-        decimal that reads back as the same float32/float16 (not float64's 17 digits), so that
-        any encoder writes that decimal. NaN and ±inf stay floats (the response encoder writes
-        them as null, and counts them)."""
-        if not float_text.supports(self.dtype):
-            return self.tolist()
-        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
-        if layout is None:  # a scalar or an empty tensor
-            return nest(shortest(self.flat(), self.dtype), self.shape)
-        flat = list(layout.unpack(self.data))
-        if layout.c and math.isfinite(sum(flat)):  # as encoded_json decides
-            return list(float_json.encoded(nest(flat, self.shape)))  # a caller may change it
-        return nest(shortest(flat, self.dtype), self.shape)
-
-    def encoded_json(self) -> Any:
-        """``json()``, with an array as an ``EncodedList``: it carries its JSON text, which
-        ``strict_json.dumps`` writes instead of formatting every float again (``repr`` of a
-        float costs more than finding its shortest float32 text). For the handler's own codecs
-        and pipelines, which never change it (the text would not follow)."""
-        layout = _LAYOUTS.get((self.dtype, self.shape)) or _layout(self.dtype, self.shape)
-        few = self._float_texts(layout)
-        if few is not None:
-            texts, floats, non_finite, template = few
-            value = EncodedList(floats)
-            value.text, value.non_finite = (template % tuple(texts)).decode(), non_finite
-            return value
-        if layout is None or layout.texts is None:  # a scalar, an empty or no float tensor
-            return self.json()
-        values = layout.unpack(self.data)
-        # all finite: their float64 sum cannot overflow, and NaN/±inf carry through it
-        if layout.c and math.isfinite(sum(values)):
-            return float_json.encoded(nest(list(values), self.shape))
-        texts, floats, non_finite = layout.texts(values, self.dtype)
-        value = EncodedList(nest(floats, self.shape) if layout.nested else floats)
-        value.text, value.non_finite = _nested_joins(texts, self.shape).decode(), non_finite
-        return value
-
-    def float_texts(self) -> tuple[list[bytes], list[Any], int, bytes] | None:
-        """A float32/float16 tensor of fewer than ``float_text.SMALL`` values, the usual small
-        answer, as ``encoded_json`` writes it: each value's shortest text (``b"null"`` where
-        not finite), the floats those texts read as nested like ``tolist``, how many are not
-        finite, and the shape's bytes template with a ``%s`` per value; None for any other
-        tensor. (``tensors.outputs_to_json`` fills one template with a whole answer's texts.)"""
-        return self._float_texts(_LAYOUTS.get((self.dtype, self.shape))
-                                 or _layout(self.dtype, self.shape))
-
-    def _float_texts(self, layout: _Layout | None
-                     ) -> tuple[list[bytes], list[Any], int, bytes] | None:
-        """``float_texts`` with this tensor's layout looked up already (``encoded_json``)."""
-        if layout is None or layout.template is None:
-            return None
-        texts, floats, non_finite = layout.texts(layout.unpack(self.data), self.dtype)
-        # (nest's answer for a batch of one row, without it)
-        return (texts, [floats] if layout.one_row else nest(floats, self.shape)
-                if layout.nested else floats, non_finite, layout.template)
-
     def numpy(self) -> Any:
         """A numpy view of the same memory (read-only when the buffer is ``bytes``)."""
         import numpy  # only for callers that ask: numpy stays off the handler's cold path
@@ -175,26 +118,15 @@ def nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
 class _Layout:
     """How a numeric tensor of one element type and shape is read, worked out once: one
     ``struct`` call reads its values (a memoryview cast costs three), a rank-1 array is its own
-    nest; for a float tensor, how ``encoded_json`` writes it: a few values by one ``%`` on the
-    shape's text with a ``%s`` per value (a template's ``%`` over thousands of values costs
-    twice the joins, and its text as much memory), more by joins."""
+    nest."""
 
-    __slots__ = ("c", "few", "nested", "one_row", "template", "texts", "unpack")
+    __slots__ = ("few", "nested", "unpack")
 
     def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
         count = math.prod(shape)
         self.unpack = struct.Struct(f"<{count}{DTYPES[dtype][1]}").unpack
         self.nested = len(shape) > 1
-        self.one_row = len(shape) == 2 and shape[0] == 1  # a batch of one
-        self.few = count < float_text.SMALL
-        self.texts: Any = None  # float_text's writer for this many values; None: no float type
-        self.template = None
-        # float_json writes a float32 array of SMALL values or more when all are finite
-        self.c = dtype == "float32" and not self.few
-        if float_text.supports(dtype):
-            self.texts = float_text.one_by_one if self.few else float_text.texts
-            if self.few:
-                self.template = _nested_joins([b"%s"] * count, shape)
+        self.few = count < _FEW
 
 
 def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout | None:
@@ -209,12 +141,6 @@ def _layout(dtype: str, shape: tuple[int, ...]) -> _Layout | None:
 
 
 _LAYOUTS: dict[tuple[str, tuple[int, ...]], _Layout] = {}
-
-
-def _nested_joins(texts: list[bytes], shape: tuple[int, ...]) -> bytes:
-    for dim in reversed(shape):
-        texts = [b"[" + b",".join(texts[i:i + dim]) + b"]" for i in range(0, len(texts), dim)]
-    return texts[0]
 
 
 def _empty(shape: tuple[int, ...]) -> list[Any]:

@@ -28,11 +28,10 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 
-from handler import strict_json
+from handler import json_codec
 from handler.errors import InferenceError, InvalidInputError, ModelLoadError
 from handler.manifest import tokenizer_file
 from handler.model import Model
-from handler.ort import float_text
 from handler.pipelines.tensor import TensorPipeline
 
 TYPE_CHECKING = False
@@ -74,7 +73,6 @@ class ClassifierPipeline(TensorPipeline):
             raise ModelLoadError(f"classifier pipeline: {len(self.labels)} labels for "
                                  f"{classes} classes in {self.output!r}")
         self.probabilities: bool | None = self.options.get("probabilities")
-        self._literals: dict[int, tuple[str, bytes]] = {}
         self.top_k = _positive_int(self.options.get("top_k", DEFAULT_TOP_K), "top_k option",
                                    ModelLoadError)
         self.text = _text_inputs(model, self.options)  # None: numbers only
@@ -93,13 +91,11 @@ class ClassifierPipeline(TensorPipeline):
         k = _positive_int(parameters.get("top_k", self.top_k), "parameters.top_k",
                           InvalidInputError)
         if self.graph is not None and k <= self.graph_k:
-            scores = outputs[self.graph[1]]
-            if float_text.supports(scores.dtype) and len(scores.shape) == 2:
-                return self._graph_answer(scores, outputs[self.graph[2]], k)
-            # tolist() once per output: per-element access to a tensor is slow on the hot path.
-            # json(): the graph's float32 scores as their shortest decimals
-            tops = [list(zip(i[:k], s[:k], strict=True))
-                    for s, i in zip(scores.json(), outputs[self.graph[2]].tolist(), strict=True)]
+            # tolist() once per output: per-element access to a tensor is slow on the hot path;
+            # the graph's float32 scores as their shortest decimals
+            tops = [list(zip(i[:k], s[:k], strict=True)) for s, i in zip(
+                json_codec.tensor_values(outputs[self.graph[1]]),
+                outputs[self.graph[2]].tolist(), strict=True)]
         else:
             tops = [top_k(row, k) for row in self._probabilities(outputs[self.output])]
         predictions = []
@@ -108,40 +104,9 @@ class ClassifierPipeline(TensorPipeline):
             predictions.append({**entries[0], "top_k": entries})
         return {"predictions": predictions}
 
-    def _graph_answer(self, scores: Any, indices: Any, k: int) -> dict[str, Any]:
-        """The graph's top k as the answer and, when every score is finite, its JSON text
-        (each score's shortest float32 text, each label's literal written once): the
-        encoder then neither walks the answer nor formats a float (``repr`` costs more)."""
-        texts, floats, non_finite = float_text.texts(scores.flat(), scores.dtype)
-        width = scores.shape[1]
-        predictions, rows = [], []
-        literals = self._literals
-        for start, row in zip(range(0, len(floats), width), indices.tolist(), strict=True):
-            entries, parts = [], []
-            for index, score, text in zip(row[:k], floats[start:start + k],
-                                          texts[start:start + k], strict=True):
-                label, literal = literals.get(index) or self._label_literal(index)
-                entries.append({"label": label, "score": score})
-                parts.append(b'{"label":%s,"score":%s}' % (literal, text))
-            predictions.append({**entries[0], "top_k": entries})
-            rows.append(b"%s,%s" % (parts[0][:-1], b'"top_k":[' + b",".join(parts) + b"]}"))
-        answer = {"predictions": predictions}
-        if non_finite:  # the encoder writes them as null, and counts them
-            return answer
-        return strict_json.with_text(
-            answer, (b'{"predictions":[' + b",".join(rows) + b"]}").decode())
-
-    def _label_literal(self, index: int) -> tuple[str, bytes]:
-        """A class index's label and its JSON literal, made once per class."""
-        found = self._literals.get(index)
-        if found is None:
-            label = self._label(index)
-            found = self._literals[index] = (label, strict_json.dumps(label)[0].encode())
-        return found
-
     def _probabilities(self, value: Any) -> list[list[float]]:
         """Rows of class probabilities: the graph's, or the scores with softmax where needed."""
-        rows = value.json() if self.graph is not None else value.tolist()
+        rows = json_codec.tensor_values(value) if self.graph is not None else value.tolist()
         rank = len(value.shape)
         if rank == 1:
             rows = [rows]

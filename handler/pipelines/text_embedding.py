@@ -20,7 +20,7 @@ A model whose output is already pooled (rank 2) is used as is.
 
 The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
 (output ``sentence_embedding``, named in the manifest's ``graph_outputs``), so ``postprocess``
-only reads ``.encoded_json()`` (the vectors with their shortest float32 text) and
+only reads the vectors (``json_codec.tensor_values``: their shortest float32 decimals) and
 ``.shape``. A model without it (a bare ``.onnx``, an artifact built before) gets the same math
 in Python, over lists.
 """
@@ -32,6 +32,7 @@ import struct
 import sys
 from collections.abc import Mapping, Sequence
 
+from handler import json_codec
 from handler.errors import InvalidInputError, ModelLoadError
 from handler.model import Model
 from handler.ort.tensor import Tensor
@@ -83,7 +84,7 @@ class TextEmbeddingPipeline(Pipeline):
         base64 = parameters.get("encoding_format") == "base64"
         if self.embedding:  # the graph's float32 vectors: their bytes, or shortest decimals
             vectors: Any = (_base64_rows(value, dimensions) if base64
-                            else value.encoded_json())
+                            else json_codec.tensor_values(value))
         else:  # Python's own math, as is
             vectors = value.tolist()
             if len(value.shape) == 3:

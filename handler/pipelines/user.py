@@ -17,6 +17,7 @@ import importlib
 import sys
 from collections.abc import Mapping
 
+from handler import json_codec
 from handler.errors import ModelLoadError
 from handler.model import Model
 from handler.ort.tensor import Tensor
@@ -51,7 +52,8 @@ class UserPipeline(TensorPipeline):
                     feeds: Mapping[str, Any]) -> Any:
         if "numpy" in sys.modules:  # the module works in numpy: views, no copies
             outputs = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in outputs.items()}
-        return self.module.postprocess(outputs, parameters, self.model, feeds)
+        # any object: json, not yyjson, writes it (``json_codec.Foreign``)
+        return json_codec.Foreign(self.module.postprocess(outputs, parameters, self.model, feeds))
 
     def example(self) -> Any:
         if hasattr(self.module, "example"):

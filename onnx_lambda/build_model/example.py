@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from handler.json_codec import shortest
 from handler.manifest import TensorInfo
-from handler.ort.tensor import nest, shortest
+from handler.ort.tensor import nest
 from onnx_lambda.build_model.errors import ExampleArgumentError
 
 Feeds = dict[str, np.ndarray]

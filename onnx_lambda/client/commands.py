@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _probe(args: argparse.Namespace) -> int:
     import httpx
 
-    from handler import strict_json
+    from handler import json_codec
     from onnx_lambda.client import probe, probe_report
     from onnx_lambda.client.errors import ClientError
 
@@ -68,7 +68,7 @@ def _probe(args: argparse.Namespace) -> int:
     print(file=sys.stderr)
     rendered = probe_report.text(report)
     # RFC 8259 at the output edge: a variant whose every request failed has NaN medians
-    document = json.dumps(strict_json.dumps(report)[1], indent=2, allow_nan=False)
+    document = json.dumps(json_codec.dumps(report)[1], indent=2, allow_nan=False)
     print(document if args.json else rendered, end="" if not args.json else "\n")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,7 @@ def layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_pruned_layer_is_the_c_library_only(layer: Path) -> None:
     # what handler/ort/capi.py loads, and nothing else of the wheel: no binding, no numpy;
-    # and yyjson's C module (handler/ort/float_json.py), without its Python package
+    # and yyjson's C module (handler/json_codec.py), without its Python package
     files = [rel for rel in (p.relative_to(layer) for p in layer.rglob("*") if p.is_file())
              if not rel.parts[0].endswith(".dist-info")]
     (library,) = [f for f in files if f != Path("cyyjson.abi3.so")]

@@ -51,3 +51,20 @@ def test_a_numpy_pipeline_without_numpy_says_which_requirements_to_add(
 def test_module_without_the_hooks_fails_init(make_service: Any, model_dir: Path) -> None:
     with pytest.raises(ModelLoadError, match="lacks preprocess, postprocess"):
         make_service(model_dir / "linear.onnx", pipeline="tests.support.models")
+
+
+def test_a_cyclic_answer_is_a_500_even_after_a_large_answer(make_service: Any, model_dir: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user module's answer is written by json, which refuses a cycle: yyjson, loaded by any
+    large float32 answer, would recurse on it until the process died."""
+    from handler.json_codec import SMALL, tensor_values
+    from handler.ort.tensor import as_tensor
+
+    tensor_values(as_tensor(np.zeros(SMALL, np.float32)))  # yyjson loaded, as after MiniLM's
+    service = make_service(model_dir / "linear.onnx", pipeline="tests.support.user_pipeline")
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    monkeypatch.setattr(service.pipeline.module, "postprocess", lambda *args: {"c": cycle})
+    body = json.dumps({"inputs": {"values": [1, 2, 3, 4]}})
+    result = service(http_event(body=body), Context("cycle-1"))
+    assert result["statusCode"] == 500 and json.loads(result["body"])["requestId"] == "cycle-1"

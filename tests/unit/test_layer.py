@@ -76,7 +76,7 @@ def test_runtime_requirements_are_the_c_library_and_yyjson_and_numpy_is_an_optio
         return {line.split("==")[0] for line in text.splitlines()
                 if line.strip() and not line.startswith("#")}
 
-    assert pins("requirements.txt") == {"onnxruntime", "yyjson"}  # handler/ort/float_json.py
+    assert pins("requirements.txt") == {"onnxruntime", "yyjson"}  # handler/json_codec.py
     assert pins("requirements-numpy.txt") == {"numpy"}
     assert pins("requirements-text.txt") == {"tokenizers"}
     assert build_layer.pinned_version(build_layer.REQUIREMENTS) == "1.32.0"

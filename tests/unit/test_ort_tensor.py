@@ -1,43 +1,14 @@
-"""``handler.ort.tensor``: nesting, JSON values (shortest float32/float16 decimals), numpy views;
-numpy is the oracle here (the handler itself never imports it)."""
+"""``handler.ort.tensor``: nesting, Python values, numpy views; numpy is the oracle here (the
+handler itself never imports it). Tensors' JSON: tests/unit/test_json_codec.py."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 
-from handler.ort.tensor import Tensor, as_tensor, from_values, nest, shortest, zeros
-
-
-def _oracle(array: np.ndarray) -> list[float]:
-    return [float(np.format_float_positional(v, unique=True)) if np.isfinite(v) else float(v)
-            for v in array]
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_shortest_matches_numpy_and_reads_back_exactly(dtype: str) -> None:
-    rng = np.random.default_rng(1)
-    info = np.finfo(dtype)
-    values = np.concatenate([
-        rng.standard_normal(2000).astype(dtype) * np.array(0.1, dtype),
-        rng.uniform(-1e4, 1e4, 500).astype(dtype),
-        np.array([0, -0.0, info.max, -info.max, info.tiny, info.smallest_subnormal,
-                  info.smallest_subnormal * 3, np.nan, np.inf, -np.inf, 1 / 3], dtype)])
-    got = shortest(values.astype(np.float64).tolist(), dtype)
-    assert repr(got) == repr(_oracle(values))  # repr: NaN == NaN, and the text is the point
-    assert np.array_equal(np.array(got, dtype), values, equal_nan=True)
-
-
-def test_json_is_shorter_than_float64_text_and_valid() -> None:
-    array = np.random.default_rng(2).standard_normal((4, 96)).astype(np.float32)
-    body = json.dumps(as_tensor(array).json())
-    assert len(body) < 0.7 * len(json.dumps(array.tolist()))
-    assert np.array(json.loads(body), dtype=np.float32).tobytes() == array.tobytes()
-    assert as_tensor(np.array([1e308, -np.inf])).json() == [1e308, -np.inf]
-    assert as_tensor(np.array([[1, 2]], dtype=np.int8)).json() == [[1, 2]]
+from handler.ort.tensor import Tensor, as_tensor, from_values, nest, zeros
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0), (0, 2, 2), (2, 3), (1, 2, 1, 2, 1)])
@@ -72,7 +43,7 @@ def test_constructors_and_reshape() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
 def test_values_read_the_same_through_every_layout(shape: tuple[int, ...], dtype: str) -> None:
     """A few values and many, one row and several, bytes and a numpy array's memory: the same
-    elements of the same Python type, and the same JSON text from ``encoded_json``."""
+    elements of the same Python type."""
     size = math.prod(shape)
     array = (np.arange(size) % 3 == 0 if dtype == "bool"
              else (np.arange(size) - 3.25).astype(dtype)).reshape(shape)
@@ -82,6 +53,3 @@ def test_values_read_the_same_through_every_layout(shape: tuple[int, ...], dtype
             assert flat == array.ravel().tolist()
             assert {type(v) for v in flat} == {type(v) for v in array.ravel().tolist()}
             assert tensor.tolist() == array.tolist()
-            encoded = tensor.encoded_json()
-            assert json.dumps(encoded, separators=(",", ":")) == getattr(
-                encoded, "text", json.dumps(tensor.json(), separators=(",", ":")))

@@ -1,5 +1,6 @@
-"""``cyyjson`` (yyjson's C module, which imports ``decimal``) is loaded by the first float32
-answer that needs it: never at the handler's init, never for small outputs or float16."""
+"""``cyyjson`` (yyjson's C module; its first ``Document`` imports ``pathlib``, ≈ 16 M instructions)
+is loaded by the first float32 answer of ``json_codec.SMALL`` values or more: never at the
+handler's init, never for small outputs, float16 or request bodies."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ def _run(program: str, env: dict[str, str] | None = None) -> list[str]:
     return [line[3:] for line in out if line.startswith("=> ")]  # not the handler's log lines
 
 
-def test_small_arrays_and_float16_never_import_it() -> None:
+def test_small_arrays_float16_and_request_bodies_never_import_it() -> None:
     program = (
         "import array, sys\n"
+        "from handler.json_codec import loads, tensor_values\n"
         "from handler.ort.tensor import Tensor\n"
-        "Tensor('float32', (1, 10), array.array('f', range(10)).tobytes()).encoded_json()\n"
-        "Tensor('float16', (64,), bytes(128)).encoded_json()\n"
+        "tensor_values(Tensor('float32', (1, 10), array.array('f', range(10)).tobytes()))\n"
+        "tensor_values(Tensor('float16', (64,), bytes(128)))\n"
+        "loads(b'{\"inputs\": [' + b'0.5,' * 999 + b'1]}')\n"
         "small = 'cyyjson' not in sys.modules\n"
-        "Tensor('float32', (1, 384), bytes(1536)).encoded_json()\n"
+        "tensor_values(Tensor('float32', (1, 384), bytes(1536)))\n"
         "print('=>', small, 'cyyjson' in sys.modules)\n")
     assert _run(program) == ["True True"]
 
