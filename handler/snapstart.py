@@ -43,7 +43,7 @@ def register(
         return False
     try:
         # Lazy: only the managed runtime has it, and only SnapStart needs it.
-        from snapshot_restore_py import (  # type: ignore[import-untyped]
+        from snapshot_restore_py import (
             register_after_restore,
             register_before_snapshot,
         )

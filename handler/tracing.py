@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from aws_xray_sdk.core import xray_recorder  # type: ignore[import-untyped]  # why lazily
+from aws_xray_sdk.core import xray_recorder  # why lazily
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -36,7 +36,8 @@ _CODES = {name: code for code, name in _DESCRS.items()}  # element type → desc
 # compile is ~1.5 M instructions of every cold start, most of which never see an .npy body.
 _ENTRY = (r"""\s*(['"])(descr|fortran_order|shape)\1\s*:\s*"""
           r"""('[^']*'|"[^"]*"|True|False|\(\s*(?:\d+\s*,\s*)*(?:\d+\s*)?\))\s*""")
-_SWAP = {2: "H", 4: "I", 8: "Q"}  # byte swapping is type-agnostic: any code of the width
+# byte swapping is type-agnostic: any code of the width (Any: a memoryview cast's format)
+_SWAP: dict[int, Any] = {2: "H", 4: "I", 8: "Q"}
 _LENGTH_FORMATS = {b"\x01\x00": "<H", b"\x02\x00": "<I"}  # the header length's field
 
 

@@ -52,8 +52,8 @@ def decode(request: Request, model: Model) -> Decoded:
         name = _typed(out.get("name"), str, "outputs[].name")
         if name not in known:
             raise InvalidInputError(f"unknown output {name!r}; the model has {sorted(known)}")
-        binary = _object(out.get("parameters"), "parameters").get("binary_data")
-        wanted[name] = bool(_typed(binary, bool, "parameters.binary_data"))
+        as_binary = _object(out.get("parameters"), "parameters").get("binary_data")
+        wanted[name] = bool(_typed(as_binary, bool, "parameters.binary_data"))
     return Decoded(
         feeds=tensors.check(arrays, model.inputs),
         id=_typed(header.get("id"), str, "id"),
@@ -118,7 +118,7 @@ def _split(request: Request) -> tuple[Any, bytes | memoryview]:
     return loads(request.body[:cut], "JSON inference header"), memoryview(request.body)[cut:]
 
 
-def _input(item: Any, binary: bytes, offset: int,
+def _input(item: Any, binary: bytes | memoryview, offset: int,
            model: Model) -> tuple[str, Tensor | tensors.Values, int]:
     item = _object(item, "inputs[]")
     name, datatype, shape = item.get("name"), item.get("datatype"), item.get("shape")

@@ -68,12 +68,13 @@ class Tensor(NamedTuple):
             return list(layout.unpack(self.data))
         if self.dtype == "string":
             return list(self.data)
-        fmt = DTYPES[self.dtype][1]  # a scalar or an empty tensor
+        fmt: Any = DTYPES[self.dtype][1]  # a scalar or an empty tensor (Any: a cast's format)
         if fmt == "e":  # memoryview has no half-precision cast; struct has
             return list(struct.unpack(f"<{self.size}e", self.data))
         data = self.data
         view = memoryview(data) if data.__class__ is bytes else memoryview(data).cast("B")
-        return view.cast(fmt).tolist()
+        values: list[Any] = view.cast(fmt).tolist()
+        return values
 
     def tolist(self) -> Any:
         """Nested lists like ``numpy.ndarray.tolist`` (a scalar for rank 0)."""
@@ -83,8 +84,8 @@ class Tensor(NamedTuple):
             return nest(flat, self.shape) if layout.nested else flat
         if self.dtype not in ("string", "float16") and 0 not in self.shape and self.shape:
             # one C-level call builds the whole nest
-            return memoryview(self.data).cast("B").cast(DTYPES[self.dtype][1],
-                                                        self.shape).tolist()
+            fmt: Any = DTYPES[self.dtype][1]  # (Any: a cast's format)
+            return memoryview(self.data).cast("B").cast(fmt, self.shape).tolist()
         return nest(self.flat(), self.shape)
 
     def numpy(self) -> Any:

@@ -29,7 +29,8 @@ def load(name: str, model: Model, options: dict[str, Any]) -> Pipeline:
         return UserPipeline(name, model, options)
     # ``__import__`` with a fromlist returns the submodule itself: ``importlib`` (and the
     # ``warnings`` it imports) would add ~1.9 M instructions to the cold start for this one call
-    return __import__(module_name, fromlist=("PIPELINE",)).PIPELINE(model, options)
+    pipeline: Pipeline = __import__(module_name, fromlist=("PIPELINE",)).PIPELINE(model, options)
+    return pipeline
 
 
 __all__ = ["BUILTIN", "Pipeline", "load"]

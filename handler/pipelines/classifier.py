@@ -80,7 +80,8 @@ class ClassifierPipeline(TensorPipeline):
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
         if self.text is not None and (inputs.__class__ is str or (
                 inputs.__class__ is list and inputs and inputs[0].__class__ is str)):
-            return self.text.feeds(inputs)
+            feeds: dict[str, Any] = self.text.feeds(inputs)
+            return feeds
         return super().preprocess(inputs, parameters)
 
     def example(self) -> Any:
@@ -106,11 +107,11 @@ class ClassifierPipeline(TensorPipeline):
 
     def _probabilities(self, value: Any) -> list[list[float]]:
         """Rows of class probabilities: the graph's, or the scores with softmax where needed."""
-        rows = json_codec.tensor_values(value) if self.graph is not None else value.tolist()
+        values: Any = (json_codec.tensor_values(value) if self.graph is not None
+                       else value.tolist())
         rank = len(value.shape)
-        if rank == 1:
-            rows = [rows]
-        elif rank != 2:
+        rows: list[list[float]] = [values] if rank == 1 else values
+        if rank not in (1, 2):
             raise InferenceError(f"classifier: output {self.output!r} has shape "
                                  f"{list(value.shape)}, expected [batch, classes]")
         if self.labels and rows and len(rows[0]) != len(self.labels):

@@ -74,5 +74,6 @@ class TextInputs:
         """Which tokens are real: the model's own mask input when it has one, else the ids that
         are not the padding id."""
         if "attention_mask" in feeds:
-            return feeds["attention_mask"].tolist()
+            given: list[list[int]] = feeds["attention_mask"].tolist()
+            return given
         return [[int(t != self.pad_id) for t in row] for row in feeds["input_ids"].tolist()]

@@ -46,7 +46,8 @@ class UserPipeline(TensorPipeline):
         self.name = module_name
 
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
-        return self.module.preprocess(inputs, parameters, self.model)
+        feeds: dict[str, Any] = self.module.preprocess(inputs, parameters, self.model)
+        return feeds
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Any]) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_lambda.bench.cold import interpreter
+from benchmarks.cold import interpreter
 from onnx_lambda.cli import main
 from onnx_lambda.source_tree import root
 from tests.support import build_models, models
