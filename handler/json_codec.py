@@ -117,6 +117,18 @@ def check_parsed(value: Any) -> None:
 # way); the check's bookkeeping costs ≈ 3,200 instructions a response (2.5 % of the tiny
 # model's warm overhead).
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
+# Kept by the 1 % rule: ``JSONEncoder.encode`` builds its C half (and a closure) on every call;
+# built once here with the same arguments (so the same text) it saves ≈ 6,900 instructions a
+# response, 5 % of the tiny model's warm overhead (callgrind, Python 3.11). ``c_make_encoder``
+# is the standard library's own C encoder (``_json.make_encoder``), unchanged in 3.12 and 3.13.
+_C_ENCODE = json.encoder.c_make_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+    False, False, False)
+
+
+def _json_text(payload: Any) -> str:
+    """``_ENCODER.encode(payload)``, without building the encoder per call."""
+    return "".join(_C_ENCODE(payload, 0))
 
 
 class Foreign:
@@ -131,9 +143,9 @@ class Foreign:
 
 def dumps(payload: Any) -> tuple[str, Any, int]:
     """→ (strict JSON text, the payload as written, how many non-finite floats became null)."""
-    write = _ENCODER.encode if _document is None else _yyjson_text
+    write = _json_text if _document is None else _yyjson_text
     if payload.__class__ is Foreign:
-        payload, write = payload.payload, _ENCODER.encode
+        payload, write = payload.payload, _json_text
     try:
         return write(payload), payload, 0
     except ValueError:  # a NaN or ±Infinity somewhere (rare): written again, with nulls
@@ -149,7 +161,7 @@ def _yyjson_text(payload: Any) -> str:
         text: str = _document(payload).dumps()
         return text
     except (TypeError, SystemError, UnicodeEncodeError):  # what its writer does not take (a
-        return _ENCODER.encode(payload)  # tuple, a subclass, a non-string key): json's
+        return _json_text(payload)  # tuple, a subclass, a non-string key): json's
 
 
 def _nulled(value: Any, counter: list[int]) -> Any:
