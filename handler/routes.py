@@ -8,6 +8,7 @@ from functools import cache
 from handler.errors import MethodNotAllowedError, NotFoundError
 
 _MODEL = "/v2/models/{name}[/versions/{version}]"  # a model's routes start with this
+_OPENAI_MODEL = "/v1/models/"  # + {model}: OpenAI's model card (handler.openai_api)
 
 # path template → method → operation, in the 404 listing's order
 ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
@@ -19,6 +20,9 @@ ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/v2/health/live", {"GET": "live"}),
     ("/v2", {"GET": "v2_server"}),
     ("/health", {"GET": "health"}),
+    ("/v1/embeddings", {"POST": "openai_embeddings"}),
+    ("/v1/models", {"GET": "openai_models"}),
+    (_OPENAI_MODEL + "{model}", {"GET": "openai_model"}),
 )
 
 # Plain paths are one dict lookup; a model's routes share one expression, whose last group is
@@ -33,6 +37,11 @@ _BY_TAIL: dict[str | None, dict[str, str]] = {
 def _model_path() -> re.Pattern[str]:
     return re.compile(r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?"
                       r"(?P<tail>/infer|/ready)?")
+
+
+def is_openai(path: str) -> bool:
+    """An OpenAI-compatible route (its errors take OpenAI's shape)."""
+    return path.startswith("/v1/")
 
 
 def is_v2(path: str) -> bool:
@@ -58,7 +67,10 @@ def _match(method: str, path: str) -> tuple[str, dict[str, str]]:
         path = path.rstrip("/")
     params: dict[str, str] = {}
     methods = STATIC.get(path)
-    if methods is None:
+    model = path[len(_OPENAI_MODEL):] if path.startswith(_OPENAI_MODEL) else ""
+    if methods is None and model and "/" not in model:
+        methods, params = STATIC[_OPENAI_MODEL + "{model}"], {"model": model}
+    elif methods is None:
         found = _model_path().fullmatch(path)
         if found is None:
             # the echo is clipped so that the listing always fits the error's message limit

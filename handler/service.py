@@ -193,6 +193,10 @@ class Service:
                 if len(self._cache) > settings.cache_size:
                     self._cache.popitem(last=False)
             return response
+        if operation.startswith("openai_"):
+            from handler import openai_api  # text models' OpenAI routes: off other cold paths
+
+            return openai_api.handle(self, operation, params, request, marks)
         if operation == "health":
             return Response(200, payload=self._health())
         if operation in ("ready", "live"):
@@ -361,6 +365,10 @@ class Service:
             self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
                                cause=repr(exc.__cause__) if exc.__cause__ else None)
         headers = {**exc.headers, "x-error-type": exc.type}
+        if request is not None and routes.is_openai(request.path):
+            from handler import openai_api  # (as in _dispatch)
+
+            return openai_api.error(exc, headers)
         if request is not None and routes.is_v2(request.path):
             # The Open Inference Protocol's shape: "error" is the message (Triton's and KServe's
             # clients read it as a string); our type and request id ride along as extra fields.
