@@ -150,6 +150,10 @@ class Service:
     # -- routing -------------------------------------------------------------------------
 
     def _dispatch(self, request: Request, context: Any, marks: list[Any]) -> Response:
+        if self.settings.api_keys and not request.raw_response:
+            from handler import api_keys  # only when keys are set (hmac loads OpenSSL)
+
+            api_keys.check(self.settings.api_keys, request.headers.get("authorization"))
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
             settings = self.settings

@@ -184,3 +184,20 @@ def test_a_model_that_is_not_a_text_embedding_one_says_so(
     service = make_service(model_dir / "linear.onnx")
     status, answer = call(service, {"input": "hi", "model": "linear"})
     assert status == 400 and "needs a text-embedding model" in answer["error"]["message"]
+
+
+def test_api_keys_guard_every_http_route_but_not_direct_invocations(
+        text_model: tuple[Path, np.ndarray], make_service: Callable[..., Any]) -> None:
+    service = make_service(text_model[0], api_keys=" k1 ,k2,")
+    body = {"input": "hi", "model": "words"}
+    assert call(service, body, headers={"authorization": "Bearer k2"})[0] == 200
+    assert call(service, body, headers={"authorization": "bearer k1"})[0] == 200
+    for headers, says in (({}, "missing API key"), ({"authorization": "Bearer k3"}, "invalid"),
+                          ({"authorization": "Basic k1"}, "invalid"),
+                          ({"authorization": "Bearer "}, "invalid")):
+        status, answer = call(service, body, headers=headers)
+        assert status == 401 and says in answer["error"]["message"]
+        assert answer["error"]["code"] == "invalid_api_key"
+    status, answer = call(service, None, "/health", "GET")
+    assert status == 401 and answer["error"]["type"] == "Unauthorized"
+    assert "embeddings" in service({"inputs": ["hello"]}, Context())
