@@ -16,9 +16,10 @@ renormalised; only for a model built with the pipeline option ``matryoshka=true`
 
 from __future__ import annotations
 
-import math
-import struct
+from collections.abc import Callable
+from functools import partial
 
+from handler import embedding_requests
 from handler.codecs import simple
 from handler.errors import (
     InvalidInputError,
@@ -27,7 +28,6 @@ from handler.errors import (
     PayloadTooLargeError,
 )
 from handler.http import Request, Response
-from handler.ort.tensor import Tensor, from_values
 from handler.telemetry import now
 
 TYPE_CHECKING = False
@@ -111,13 +111,16 @@ def embeddings(service: Service, request: Request, marks: list[Any]) -> Response
     if "user" in body and not isinstance(body["user"], str | None):
         raise RequestError("'user' must be a string", "user")
     dimensions = _dimensions(body.get("dimensions"))
-    texts, ids = _inputs(body.get("input"), pipeline.text)
+    items, feeds_of = _inputs(body.get("input"), pipeline)
     marks.append(("decode", now()))
-    vectors, tokens = _embed(service, texts, ids, "float" if dimensions else encoding)
+    vectors, tokens = embedding_requests.embed(pipeline, items, feeds_of,
+                                               "float" if dimensions else encoding)
     marks.append(("inference", now()))
     if dimensions:
-        _check_width(dimensions, len(vectors[0]), pipeline)
-        vectors = [_shorten(v, dimensions, encoding) for v in vectors]
+        problem = embedding_requests.width_problem(dimensions, len(vectors[0]), pipeline)
+        if problem:
+            raise RequestError(problem, "dimensions")
+        vectors = [embedding_requests.shorten(v, dimensions, encoding) for v in vectors]
     used = sum(tokens)
     return Response(200, payload={
         "object": "list",
@@ -135,20 +138,8 @@ def _dimensions(value: Any) -> int | None:
     return value
 
 
-def _check_width(dimensions: int, width: int, pipeline: Any) -> None:
-    """``dimensions`` against the model's own ``width`` (known once it has run)."""
-    name = pipeline.model.name
-    if dimensions > width:
-        raise RequestError(f"'dimensions' is {dimensions}; {name!r} embeds in {width}",
-                           "dimensions")
-    if dimensions < width and not pipeline.options.get("matryoshka"):
-        raise RequestError(f"{name!r} was not trained for shortened embeddings (Matryoshka): "
-                           f"it embeds in {width} dimensions only (a model that was is built "
-                           "with --pipeline-option matryoshka=true)", "dimensions")
-
-
-def _inputs(value: Any, text: Any) -> tuple[list[str] | None, list[list[int]] | None]:
-    """``input`` → (strings, None) or (None, token-id lists), checked."""
+def _inputs(value: Any, pipeline: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """``input`` → (strings or token-id lists, checked; what makes a batch of them feeds)."""
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
@@ -167,72 +158,12 @@ def _inputs(value: Any, text: Any) -> tuple[list[str] | None, list[list[int]] | 
             if len(item) > MAX_INPUT_CHARS:
                 raise RequestError(f"input[{i}] is {len(item)} characters; at most "
                                    f"{MAX_INPUT_CHARS}", "input")
-        return value, None
-    rows = [value] if _is_id(first) else value
-    vocabulary = text.tokenizer.get_vocab_size()
-    for i, row in enumerate(rows):
-        if not isinstance(row, list) or not row or not all(_is_id(t) for t in row):
-            raise RequestError(f"input[{i}] is not a non-empty list of token ids", "input")
-        if not all(0 <= t < vocabulary for t in row):
-            raise RequestError(f"input[{i}] has a token id outside the model's vocabulary "
-                               f"(0 to {vocabulary - 1})", "input")
-    return None, rows
-
-
-def _is_id(value: Any) -> bool:
-    return value.__class__ is int  # not bool, not float
-
-
-def _embed(service: Service, texts: list[str] | None, ids: list[list[int]] | None,
-           encoding: str) -> tuple[list[Any], list[int]]:
-    """Vectors and token counts in input order, run in batches of the pipeline's
-    ``max_batch``; inputs sorted by length when there is more than one batch, so that each
-    batch pads little."""
-    pipeline = service.pipeline
-    items: list[Any] = texts if texts is not None else ids  # type: ignore[assignment]
-    step = pipeline.text.max_batch
-    order = (list(range(len(items))) if len(items) <= step
-             else sorted(range(len(items)), key=lambda i: len(items[i])))
-    vectors: list[Any] = [None] * len(items)
-    tokens = [0] * len(items)
-    for start in range(0, len(order), step):
-        chosen = order[start:start + step]
-        batch = [items[i] for i in chosen]
-        feeds = (pipeline.text.feeds(batch) if texts is not None
-                 else _id_feeds(pipeline, batch))
-        answer = pipeline.postprocess(service.model.run(feeds), {"encoding_format": encoding},
-                                      feeds)
-        for i, vector, count in zip(chosen, answer["embeddings"], answer["tokens"],
-                                    strict=True):
-            vectors[i], tokens[i] = vector, count
-    return vectors, tokens
-
-
-def _id_feeds(pipeline: Any, rows: list[list[int]]) -> dict[str, Tensor]:
-    """Token ids as given (the caller adds the model's special tokens), cut to ``max_length``
-    and padded to the batch's longest row."""
-    text = pipeline.text
-    rows = [row[:text.max_length] for row in rows]
-    width = max(map(len, rows))
-    columns = {
-        "input_ids": [t for row in rows for t in (*row, *[text.pad_id] * (width - len(row)))],
-        "attention_mask": [m for row in rows for m in [1] * len(row) + [0] * (width - len(row))],
-        "token_type_ids": [0] * (len(rows) * width)}
-    by_name = pipeline.model.input_by_name
-    return {name: from_values(by_name[name].element, (len(rows), width), values)
-            for name, values in columns.items() if name in by_name}
-
-
-def _shorten(vector: list[float], dimensions: int, encoding: str) -> Any:
-    """The first ``dimensions`` values, renormalised to unit length (as OpenAI does)."""
-    kept = vector[:dimensions]
-    norm = max(math.sqrt(math.fsum(v * v for v in kept)), 1e-12)
-    packed = struct.pack(f"<{dimensions}f", *(v / norm for v in kept))
-    if encoding == "base64":
-        from binascii import b2a_base64  # base64 answers only
-
-        return b2a_base64(packed, newline=False).decode("ascii")
-    return list(struct.unpack(f"<{dimensions}f", packed))
+        return value, pipeline.text.feeds
+    rows = [value] if embedding_requests.is_id(first) else value
+    problem = embedding_requests.bad_ids(rows, pipeline.text.tokenizer.get_vocab_size())
+    if problem:
+        raise RequestError(problem, "input")
+    return rows, partial(embedding_requests.id_feeds, pipeline)
 
 
 def error(exc: OnnxLambdaError, headers: dict[str, str]) -> Response:
