@@ -23,7 +23,11 @@ ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/v1/embeddings", {"POST": "openai_embeddings"}),
     ("/v1/models", {"GET": "openai_models"}),
     (_OPENAI_MODEL + "{model}", {"GET": "openai_model"}),
+    ("/embed", {"POST": "tei_embed"}),
+    ("/tokenize", {"POST": "tei_tokenize"}),
+    ("/info", {"GET": "tei_info"}),
 )
+_TEI = frozenset({"/embed", "/tokenize", "/info"})  # text-embeddings-inference's (handler.tei_api)
 
 # Plain paths are one dict lookup; a model's routes share one expression, whose last group is
 # the route's tail (one regular expression, not one per route: ≈ 0.3 M instructions each).
@@ -42,6 +46,11 @@ def _model_path() -> re.Pattern[str]:
 def is_openai(path: str) -> bool:
     """An OpenAI-compatible route (its errors take OpenAI's shape)."""
     return path.startswith("/v1/")
+
+
+def is_tei(path: str) -> bool:
+    """A text-embeddings-inference route (its errors take TEI's shape)."""
+    return path.rstrip("/") in _TEI
 
 
 def is_v2(path: str) -> bool:

@@ -201,6 +201,10 @@ class Service:
             from handler import openai_api  # text models' OpenAI routes: off other cold paths
 
             return openai_api.handle(self, operation, params, request, marks)
+        if operation.startswith("tei_"):
+            from handler import tei_api  # text models' TEI routes: off other cold paths
+
+            return tei_api.handle(self, operation, request, marks)
         if operation == "health":
             return Response(200, payload=self._health())
         if operation in ("ready", "live"):
@@ -373,6 +377,10 @@ class Service:
             from handler import openai_api  # (as in _dispatch)
 
             return openai_api.error(exc, headers)
+        if request is not None and routes.is_tei(request.path):
+            from handler import tei_api  # (as in _dispatch)
+
+            return tei_api.error(exc, headers)
         if request is not None and routes.is_v2(request.path):
             # The Open Inference Protocol's shape: "error" is the message (Triton's and KServe's
             # clients read it as a string); our type and request id ride along as extra fields.
