@@ -169,7 +169,8 @@ def _inputs(value: Any, pipeline: Any) -> tuple[list[Any], Callable[[list[Any]],
 def error(exc: OnnxLambdaError, headers: dict[str, str]) -> Response:
     """``exc`` in OpenAI's error shape (its SDK raises BadRequestError for 400,
     AuthenticationError for 401, NotFoundError for 404, and so on, with this message)."""
-    status = exc.status
+    # an answer over Lambda's limit: 413, which the SDK does not retry (it retries any 5xx)
+    status = 413 if exc.type == "ResponseTooLarge" else exc.status
     kind = _TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
     return Response(status, headers=headers, payload={"error": {
         "message": exc.message, "type": kind, "param": getattr(exc, "param", None),

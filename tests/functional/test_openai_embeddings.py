@@ -201,3 +201,12 @@ def test_api_keys_guard_every_http_route_but_not_direct_invocations(
     status, answer = call(service, None, "/health", "GET")
     assert status == 401 and answer["error"]["type"] == "Unauthorized"
     assert "embeddings" in service({"inputs": ["hello"]}, Context())
+
+
+def test_an_answer_over_lambdas_limit_is_a_413_the_sdk_does_not_retry() -> None:
+    from handler import openai_api
+    from handler.errors import ResponseTooLargeError
+
+    answer = openai_api.error(ResponseTooLargeError("the response would be 7000000 bytes"), {})
+    assert answer.status == 413
+    assert answer.payload["error"]["message"] == "the response would be 7000000 bytes"
