@@ -98,7 +98,7 @@ def embeddings(service: Service, request: Request, marks: list[Any]) -> Response
     if model != service.model.name:
         raise ModelNotFoundError(f"the model {model!r} does not exist; this function serves "
                                  f"{service.model.name!r}")
-    pipeline = service.pipeline
+    pipeline: Any = service.pipeline  # a TextEmbeddingPipeline, checked below
     if pipeline.name != "text-embedding":
         raise RequestError(f"{model!r} is a {pipeline.name} model: /v1/embeddings needs a "
                            "text-embedding model", "model")
