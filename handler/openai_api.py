@@ -20,12 +20,10 @@ from collections.abc import Callable
 from functools import partial
 
 from handler import embedding_requests
-from handler.codecs import simple
 from handler.errors import (
     InvalidInputError,
     NotFoundError,
     OnnxLambdaError,
-    PayloadTooLargeError,
 )
 from handler.http import Request, Response
 from handler.telemetry import now
@@ -80,11 +78,7 @@ def _card(service: Service) -> dict[str, Any]:
 
 
 def embeddings(service: Service, request: Request, marks: list[Any]) -> Response:
-    limit = service.settings.max_payload_bytes
-    if len(request.body) > limit:
-        raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the limit is "
-                                   f"{limit}")
-    body = simple.parse_json(request)
+    body = embedding_requests.json_body(request, service.settings.max_payload_bytes)
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object with 'input' and 'model'")
     unknown = sorted(set(body) - FIELDS)
