@@ -3,6 +3,16 @@ text-embedding model: the handler's whole time per request (decode, tokenize, ru
 routes interleaved in one process, and the answer's bytes, at batch 1 and 32.
 
     python benchmarks/openai_vs_predict.py MODEL_FOLDER [--runs 300]
+
+CPU instructions (these hosts' timings swing 2x): warm every route, then run one route N
+times, under callgrind; a route's cost per request is (count with N - count with 0) / N:
+
+    TOKENIZERS_PARALLELISM=false valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        python benchmarks/openai_vs_predict.py MODEL --batch 32 --route /v1/embeddings-float \
+        --requests 10
+
+ONNX Runtime's share of a count differs from process to process now and then (by ~0.2 G
+instructions at batch 32): take the smallest of two runs.
 """
 
 from __future__ import annotations
@@ -25,10 +35,28 @@ def event(path: str, body: dict[str, Any]) -> dict[str, Any]:
             "body": json.dumps(body), "isBase64Encoded": False}
 
 
+def requests(model: str, batch: int) -> dict[str, dict[str, Any]]:
+    sentences = [f"{SENTENCE} {i}" for i in range(batch)]
+    return {
+        "/predict float": event("/predict", {"inputs": sentences}),
+        "/predict base64": event("/predict", {"inputs": sentences, "parameters": {
+            "encoding_format": "base64"}}),
+        "/v1/embeddings float": event("/v1/embeddings", {
+            "input": sentences, "model": model, "encoding_format": "float"}),
+        "/v1/embeddings base64": event("/v1/embeddings", {
+            "input": sentences, "model": model, "encoding_format": "base64"}),
+        "/embed (TEI)": event("/embed", {"inputs": sentences, "truncate": True}),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--batch", type=int, choices=(1, 32), help="this batch only")
+    parser.add_argument("--route", help="run only this route (a name as printed, spaces as -)"
+                        " --requests times, after one warm run of every route: for callgrind")
+    parser.add_argument("--requests", type=int, default=0)
     args = parser.parse_args()
 
     from handler.bootstrap import create
@@ -36,22 +64,20 @@ def main() -> None:
     from onnx_lambda.lambda_context import LambdaContext
 
     service = create(Settings.from_env({"ONNX_LAMBDA_MODEL": args.model,
-                                        "ONNX_LAMBDA_METRICS": "0"}))
+                                        "ONNX_LAMBDA_METRICS": "0", "ONNX_LAMBDA_THREADS": "1"}))
     service.telemetry.stream = io.StringIO()
     model = service.model.name
+    if args.route:
+        routes = requests(model, args.batch or 1)
+        for request in routes.values():
+            for _ in range(2):
+                assert service(request, LambdaContext())["statusCode"] == 200
+        for _ in range(args.requests):
+            service(routes[args.route.replace("-", " ")], LambdaContext())
+        return
     print(f"model {model}; {args.runs} runs per route, interleaved; median (p10) ms, bytes")
-    for batch in (1, 32):
-        sentences = [f"{SENTENCE} {i}" for i in range(batch)]
-        routes = {
-            "/predict float": event("/predict", {"inputs": sentences}),
-            "/predict base64": event("/predict", {"inputs": sentences, "parameters": {
-                "encoding_format": "base64"}}),
-            "/v1/embeddings float": event("/v1/embeddings", {
-                "input": sentences, "model": model, "encoding_format": "float"}),
-            "/v1/embeddings base64": event("/v1/embeddings", {
-                "input": sentences, "model": model, "encoding_format": "base64"}),
-            "/embed (TEI)": event("/embed", {"inputs": sentences, "truncate": True}),
-        }
+    for batch in (args.batch,) if args.batch else (1, 32):
+        routes = requests(model, batch)
         times: dict[str, list[float]] = {name: [] for name in routes}
         sizes: dict[str, int] = {}
         for run in range(args.runs + 20):
