@@ -7,6 +7,7 @@ import re
 from handler.errors import MethodNotAllowedError, NotFoundError
 
 _MODEL = "/v2/models/{name}[/versions/{version}]"  # a model's routes start with this
+_OPENAI_MODEL = "/v1/models/"  # + {model}: OpenAI's model card (handler.openai_api)
 
 # path template → method → operation, in the 404 listing's order
 ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
@@ -18,7 +19,14 @@ ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/v2/health/live", {"GET": "live"}),
     ("/v2", {"GET": "v2_server"}),
     ("/health", {"GET": "health"}),
+    ("/v1/embeddings", {"POST": "openai_embeddings"}),
+    ("/v1/models", {"GET": "openai_models"}),
+    (_OPENAI_MODEL + "{model}", {"GET": "openai_model"}),
+    ("/embed", {"POST": "tei_embed"}),
+    ("/tokenize", {"POST": "tei_tokenize"}),
+    ("/info", {"GET": "tei_info"}),
 )
+_TEI = frozenset({"/embed", "/tokenize", "/info"})  # text-embeddings-inference's (handler.tei_api)
 
 # Plain paths are one dict lookup; a model's routes share one expression, whose last group is
 # the route's tail (one regular expression, not one per route: ≈ 0.3 M instructions each).
@@ -32,6 +40,16 @@ _MODEL_PATH = re.compile(r"/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^
                          r"(?P<tail>/infer|/ready)?")
 
 
+def is_openai(path: str) -> bool:
+    """An OpenAI-compatible route (its errors take OpenAI's shape)."""
+    return path.startswith("/v1/")
+
+
+def is_tei(path: str) -> bool:
+    """A text-embeddings-inference route (its errors take TEI's shape)."""
+    return path.rstrip("/") in _TEI
+
+
 def is_v2(path: str) -> bool:
     """An Open Inference Protocol route (its errors take the protocol's shape)."""
     return path == "/v2" or path.startswith("/v2/")
@@ -43,7 +61,10 @@ def match(method: str, path: str) -> tuple[str, dict[str, str]]:
         path = path.rstrip("/")
     params: dict[str, str] = {}
     methods = STATIC.get(path)
-    if methods is None:
+    model = path[len(_OPENAI_MODEL):] if path.startswith(_OPENAI_MODEL) else ""
+    if methods is None and model and "/" not in model:
+        methods, params = STATIC[_OPENAI_MODEL + "{model}"], {"model": model}
+    elif methods is None:
         found = _MODEL_PATH.fullmatch(path)
         if found is None:
             # the echo is clipped so that the listing always fits the error's message limit

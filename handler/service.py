@@ -143,6 +143,10 @@ class Service:
     # -- routing -------------------------------------------------------------------------
 
     def _dispatch(self, request: Request, context: Any, timer: StageTimer) -> Response:
+        if self.settings.api_keys and not request.raw_response:
+            from handler import api_keys  # only when keys are set (hmac loads OpenSSL)
+
+            api_keys.check(self.settings.api_keys, request.headers.get("authorization"))
         operation, params = routes.match(request.method, request.path)
         if operation in ("predict", "v2_infer"):
             self._check_limits(request, context)
@@ -164,6 +168,14 @@ class Service:
                 if len(self._cache) > settings.cache_size:
                     self._cache.popitem(last=False)
             return response
+        if operation.startswith("openai_"):
+            from handler import openai_api  # text models' OpenAI routes: off other cold paths
+
+            return openai_api.handle(self, operation, params, request, timer)
+        if operation.startswith("tei_"):
+            from handler import tei_api  # text models' TEI routes: off other cold paths
+
+            return tei_api.handle(self, operation, request, timer)
         if operation == "health":
             return Response(200, payload=self._health())
         if operation in ("ready", "live"):
@@ -362,6 +374,14 @@ class Service:
             self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
                                cause=repr(exc.__cause__) if exc.__cause__ else None)
         headers = {**exc.headers, "x-error-type": exc.type}
+        if request is not None and routes.is_openai(request.path):
+            from handler import openai_api  # (as in _dispatch)
+
+            return openai_api.error(exc, headers)
+        if request is not None and routes.is_tei(request.path):
+            from handler import tei_api  # (as in _dispatch)
+
+            return tei_api.error(exc, headers)
         if request is not None and routes.is_v2(request.path):
             # The Open Inference Protocol's shape: "error" is the message (Triton's and KServe's
             # clients read it as a string); our type and request id ride along as extra fields.

@@ -36,6 +36,10 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+def _comma_list(raw: str) -> tuple[str, ...]:
+    return tuple(part for part in (item.strip() for item in raw.split(",")) if part)
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = raw.strip().lower()
@@ -113,6 +117,10 @@ VARIABLES: tuple[Variable, ...] = (
              "downloaded from S3 (an image is content-addressed already), `always`, `never`."),
     Variable("s3_cache_dir", str, "/tmp/onnx-lambda",
              "Where an `s3://` model is downloaded (Lambda's writable /tmp)."),
+    Variable("api_keys", _comma_list, (),
+             "Comma-separated keys every HTTP request must send as `Authorization: Bearer "
+             "<key>` (401 otherwise), for clients such as the `openai` SDK that send a key; "
+             "empty = no check (the template's `AuthMode` guards the API)."),
 )
 
 
@@ -136,6 +144,7 @@ class Settings(NamedTuple):
     tracing: bool
     verify: str
     s3_cache_dir: str
+    api_keys: tuple[str, ...]
     # Lambda's own variables: read, never required locally.
     memory_mb: int | None
     initialization_type: str

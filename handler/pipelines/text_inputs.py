@@ -63,7 +63,10 @@ class TextInputs:
         if len(sentences) > self.max_batch:
             raise InvalidInputError(f"{len(sentences)} sentences: at most {self.max_batch} "
                                     "per request")
-        encodings = self.tokenizer.encode_batch(sentences)
+        return self.feeds_of(self.tokenizer.encode_batch(sentences))
+
+    def feeds_of(self, encodings: list[Any]) -> dict[str, Tensor]:
+        """The tokenizer's (padded) encodings → the model's token inputs."""
         shape = (len(encodings), len(encodings[0].ids))  # every one padded to the batch's length
         return {name: from_values(spec.element, shape,
                                   [v for e in encodings for v in getattr(e, attribute)])

@@ -86,3 +86,26 @@ def test_served_embeddings_match_pytorch(minilm_folder: Path,
     assert np.all((served * reference).sum(axis=1) >= 0.98)
     # The semantics survive quantization: the paraphrase is closer than the unrelated sentence.
     assert served[0] @ served[1] > served[0] @ served[2] + 0.2
+
+
+def test_openai_and_tei_routes_give_the_pipelines_vectors(minilm_folder: Path,
+                                                          make_service: Callable[..., Any]
+                                                          ) -> None:
+    import base64
+    import json
+
+    from tests.functional.test_handler_errors import http_event
+
+    sentences = ["A man is eating food.", "The sky is blue today."]
+    service = make_service(minilm_folder)
+    predicted = np.asarray(service({"inputs": sentences}, Context())["embeddings"])
+    name = Manifest.load(minilm_folder).name
+    answer = json.loads(service(http_event("POST", "/v1/embeddings", json.dumps(
+        {"input": sentences, "model": name, "encoding_format": "base64"})), Context())["body"])
+    openai = np.array([np.frombuffer(base64.b64decode(d["embedding"]), "<f4")
+                       for d in answer["data"]])
+    tei = np.asarray(json.loads(service(http_event("POST", "/embed", json.dumps(
+        {"inputs": sentences})), Context())["body"]))
+    for vectors in (openai, tei):
+        cosine = (vectors * predicted).sum(axis=1) / np.linalg.norm(vectors, axis=1)
+        assert cosine.min() >= 0.9999

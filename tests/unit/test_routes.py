@@ -18,9 +18,22 @@ from handler.routes import ROUTES, match
     ("GET", "/v2/health/ready", "ready", {}),
     ("GET", "/v2/health/live", "live", {}),
     ("GET", "/health", "health", {}),
+    ("POST", "/v1/embeddings", "openai_embeddings", {}),
+    ("GET", "/v1/models", "openai_models", {}),
+    ("GET", "/v1/models/", "openai_models", {}),
+    ("GET", "/v1/models/all-MiniLM-L6-v2", "openai_model", {"model": "all-MiniLM-L6-v2"}),
+    ("POST", "/embed", "tei_embed", {}),
+    ("POST", "/tokenize", "tei_tokenize", {}),
+    ("GET", "/info", "tei_info", {}),
 ])
 def test_routes(method: str, path: str, operation: str, params: dict[str, str]) -> None:
     assert match(method, path) == (operation, params)
+
+
+@pytest.mark.parametrize("path", ["/v1/models/a/b", "/v1/embedding", "/v1"])
+def test_near_misses_of_the_openai_routes_are_404(path: str) -> None:
+    with pytest.raises(NotFoundError):
+        match("GET", path)
 
 
 def test_unknown_path_is_404() -> None:
@@ -38,7 +51,7 @@ def test_404_lists_the_routes_and_every_listed_route_matches(path: str) -> None:
         method, template = entry.split(" ")
         for optional in (r"\1", ""):  # "[/versions/{version}]" given and left out
             concrete = re.sub(r"\[(.*?)\]", optional, template)
-            assert match(method, concrete.format(name="m", version="2"))
+            assert match(method, concrete.format(name="m", version="2", model="m"))
 
 
 def test_wrong_method_is_405_with_allow() -> None:

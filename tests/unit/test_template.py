@@ -12,7 +12,9 @@ from warmer import settings as warmer_settings
 STRATEGIES = ("provisioned", "snapstart", "warmer", "none")
 ROUTES = {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
           ("GET", "/v2/models/{name}"), ("GET", "/v2/models/{name}/ready"), ("GET", "/v2"),
-          ("GET", "/v2/health/ready"), ("GET", "/v2/health/live"), ("GET", "/health")}
+          ("GET", "/v2/health/ready"), ("GET", "/v2/health/live"), ("GET", "/health"),
+          ("POST", "/v1/embeddings"), ("GET", "/v1/models"), ("GET", "/v1/models/{model}"),
+          ("POST", "/embed"), ("POST", "/tokenize"), ("GET", "/info")}
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +89,8 @@ def test_template_routes_are_the_handlers_routes() -> None:
     reaches an operation (the /versions/ spellings are the same operations)."""
     from handler import routes
 
-    reached = {routes.match(method, path.replace("{name}", "m"))[0] for method, path in ROUTES}
+    reached = {routes.match(method, path.replace("{name}", "m").replace("{model}", "m"))[0]
+               for method, path in ROUTES}
     handled = {op for _, methods in routes.ROUTES for op in methods.values()}
     assert reached == handled
     assert len(reached) == len(ROUTES)  # one route per operation, none shadowing another
