@@ -140,6 +140,7 @@ def test_the_workers_share_one_tmp_and_one_download(
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="models")
     s3.upload_file(str(model), "models", "lin/model.onnx")
+    s3.close()  # its pooled sockets (left to the collector: a ResourceWarning in a later test)
     cache = tmp_path / "tmp" / "onnx-lambda"  # the environment's /tmp, as the handler uses it
     emulator = Emulator(template, port=0, log=None, concurrency=1, init_timeout_s=60.0,
                         env_vars={FUNCTION: {"ONNX_LAMBDA_S3_CACHE_DIR": str(cache)}},

@@ -104,6 +104,7 @@ def runtime_api() -> Iterator[RuntimeApi]:
         yield api
     finally:
         api.shutdown()
+        api.server_close()  # its listening socket (handler threads may outlive the test)
         thread.join(timeout=10)
 
 
@@ -113,6 +114,7 @@ def test_worker_processes_share_one_download_and_each_serve(
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="models")
     s3.upload_file(str(models.linear(tmp_path / "model.onnx")), "models", "lin/model.onnx")
+    s3.close()  # its pooled sockets (left to the collector: a ResourceWarning in a later test)
     # AWS_EXECUTION_ENV as Lambda sets it: the runtime client then polls /next on a thread,
     # which leaves the main thread free to run the SIGTERM handler.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_LAMBDA_MAX_CONCURRENCY": str(WORKERS),

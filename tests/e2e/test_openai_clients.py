@@ -37,8 +37,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
                  "text-embedding", "--file", str(tokenizer), "--pipeline-option",
                  "matryoshka=true"]) == 0
     emulator = Emulator(ROOT / "template.yaml", port=0, log=None,
-                        parameter_overrides={"ModelPath": str(folder / MODEL)},
-                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_API_KEYS": KEY}})
+                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_MODEL": str(folder / MODEL),
+                                                        "ONNX_LAMBDA_API_KEYS": KEY}})
     with emulator.running():
         yield emulator
 

@@ -62,6 +62,7 @@ def test_processes_starting_together_download_once_and_all_serve(
         s3.upload_file(str(model), "models", "lin/v1/model.onnx")
         s3.put_object(Bucket="models", Key="lin/v1/labels.txt", Body=b"a\nb\n")
         uri, files = "s3://models/lin/v1", 2
+    s3.close()  # its pooled sockets (left to the collector: a ResourceWarning in a later test)
     cache = tmp_path / "tmp-shared"
 
     results = start(uri, cache)

@@ -22,7 +22,7 @@ hub = pytest.importorskip("huggingface_hub", reason="pip install 'onnx-lambda[ex
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Emulator, np.ndarray]]:
     folder, table = build(tmp_path_factory.mktemp("text"), "max_length=4")
     emulator = Emulator(root() / "template.yaml", port=0, log=None,
-                        parameter_overrides={"ModelPath": str(folder)})
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(folder)}})
     with emulator.running():
         yield emulator, table
 

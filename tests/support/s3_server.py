@@ -44,4 +44,5 @@ def s3_server_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Co
         yield url, counting
     finally:
         server.shutdown()
+        server.server_close()  # its listening socket
         thread.join(timeout=10)
