@@ -68,9 +68,13 @@ def in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
 
 def test_concurrency_limit_throttles_with_429(client: Any, emu: Emulator) -> None:
     pool = emu.pools["Sleep"]  # ReservedConcurrentExecutions: 2
-    slow = [in_thread(lambda: client.invoke(FunctionName="Sleep",
-                                            Payload=json.dumps({"seconds": 0.5})))
-            for _ in range(2)]
+
+    def sleep() -> Any:
+        response = client.invoke(FunctionName="Sleep", Payload=json.dumps({"seconds": 0.5}))
+        response["Payload"].read()  # gives its connection back to the pool (else it leaks)
+        return response
+
+    slow = [in_thread(sleep) for _ in range(2)]
     wait_until(lambda: pool.in_use == 2)
     with pytest.raises(client.exceptions.TooManyRequestsException) as error:
         client.invoke(FunctionName="Sleep", Payload=json.dumps({"seconds": 0}))
