@@ -61,21 +61,23 @@ class BuildReport:
 
 def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console) -> BuildReport:
     steps = Steps(console)
-    staging = None
-    # SIGINT/SIGTERM held from the folder's mkdir to this name's assignment: a cancel landing in
-    # between (its handler raises) would leave the staging folder behind
+    staging = scratch = None
+    # SIGINT/SIGTERM held from the folders' mkdir to their names' assignment: a cancel landing
+    # in between (its handler raises) would leave the staging or the scratch folder behind
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, output.SIGNALS)
     try:
         try:
             staging = output.staging_for(target)
-        finally:  # a signal that came meanwhile is delivered here, with the name set
+            scratch = tempfile.TemporaryDirectory(prefix="onnx-lambda-build-")
+        finally:  # a signal that came meanwhile is delivered here, with the names set
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        with tempfile.TemporaryDirectory(prefix="onnx-lambda-build-") as scratch:
-            report = _build(spec, target, staging, Path(scratch), options, steps)
+        report = _build(spec, target, staging, Path(scratch.name), options, steps)
         with steps.step(f"publish {target}"):
             output.publish(staging, target)
         return report
     finally:
+        if scratch is not None:
+            scratch.cleanup()
         if staging is not None:
             output.discard(staging)
 

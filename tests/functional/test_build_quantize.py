@@ -97,9 +97,12 @@ def test_a_cancelled_build_leaves_nothing_behind(tmp_path: Path, signum: int) ->
     source = build_models.chain(tmp_path / "chain.onnx", layers=16, width=256)
     out = tmp_path / "models" / "chain"
     # a gate nothing passes: ranking 16 nodes keeps the build busy long after staging begins
+    scratch = tmp_path / "tmp"  # the build's temporary folder, which it must remove too
+    scratch.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "onnx_lambda.cli", "build-model", str(source), "-o", str(out),
-         "--quantize", "--min-cosine", "1.01"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+         "--quantize", "--min-cosine", "1.01"], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(scratch)})
     deadline = time.monotonic() + 60
     while not (out.parent.is_dir() and hidden(out.parent)) and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -109,6 +112,8 @@ def test_a_cancelled_build_leaves_nothing_behind(tmp_path: Path, signum: int) ->
     assert process.returncode == 128 + signum, err
     assert f"cancelled by {signal.Signals(signum).name}" in err and "Traceback" not in err
     assert not out.exists() and hidden(out.parent) == []
+    # (.ses: onnxruntime's own file, which its library writes there on every session)
+    assert [path.name for path in scratch.iterdir() if path.name != ".ses"] == []
 
 
 def test_a_killed_builds_staging_is_removed_by_the_next_build(tmp_path: Path) -> None:
