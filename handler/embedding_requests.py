@@ -9,9 +9,6 @@ import struct
 from collections.abc import Callable
 
 from handler import json_codec
-from handler.codecs import simple
-from handler.errors import PayloadTooLargeError
-from handler.http import Request
 from handler.ort.tensor import Tensor, from_values
 
 TYPE_CHECKING = False
@@ -19,14 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from handler.pipelines.text_embedding import TextEmbeddingPipeline
-
-
-def json_body(request: Request, limit: int) -> Any:
-    """The request's JSON body, at most ``limit`` bytes (413 beyond)."""
-    if len(request.body) > limit:
-        raise PayloadTooLargeError(f"request body is {len(request.body)} bytes; the limit is "
-                                   f"{limit}")
-    return simple.parse_json(request)
 
 
 def embed(pipeline: TextEmbeddingPipeline, items: list[Any],

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from functools import partial
 
 from handler import embedding_requests
+from handler.codecs import simple
 from handler.errors import (
     InvalidInputError,
     NotFoundError,
@@ -78,7 +79,7 @@ def _card(service: Service) -> dict[str, Any]:
 
 
 def embeddings(service: Service, request: Request, timer: StageTimer) -> Response:
-    body = embedding_requests.json_body(request, service.settings.max_payload_bytes)
+    body = simple.parse_json(request)
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object with 'input' and 'model'")
     unknown = sorted(set(body) - FIELDS)

@@ -168,6 +168,8 @@ class Service:
                 if len(self._cache) > settings.cache_size:
                     self._cache.popitem(last=False)
             return response
+        if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
+            self._check_limits(request, context)
         if operation.startswith("openai_"):
             from handler import openai_api  # text models' OpenAI routes: off other cold paths
 

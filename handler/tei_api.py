@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from handler import embedding_requests
+from handler.codecs import simple
 from handler.errors import OnnxLambdaError
 from handler.http import Request, Response
 from handler.pipelines.text_embedding import l2_normalize
@@ -49,7 +50,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
     if text is None:
         raise TeiError(f"{service.model.name!r} is a {pipeline.name} model without a tokenizer: "
                        f"{request.path} needs a text model", "Backend")
-    body = embedding_requests.json_body(request, service.settings.max_payload_bytes)
+    body = simple.parse_json(request)
     if not isinstance(body, dict):
         raise TeiError("the body must be a JSON object with 'inputs'")
     fields = EMBED_FIELDS if operation == "tei_embed" else TOKENIZE_FIELDS
