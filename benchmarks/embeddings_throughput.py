@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.openai_vs_predict import event as http_api_event
 from onnx_lambda.examples.sentences import SENTENCES
 
 BATCHES = (1, 8, 32)
@@ -61,14 +62,6 @@ def batches(size: int, sentences: Sequence[str] = SENTENCES) -> list[list[str]]:
     return [[sentences[(start + i) % n] for i in range(size)] for start in range(0, n, size)]
 
 
-def http_event(path: str, body: dict[str, Any]) -> dict[str, Any]:
-    return {"version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-            "headers": {"content-type": "application/json"},
-            "requestContext": {"http": {"method": "POST", "path": path}, "stage": "$default",
-                               "requestId": "bench", "timeEpoch": 1},
-            "body": json.dumps(body), "isBase64Encoded": False}
-
-
 def service(model: Path) -> Any:
     """The real handler, as Lambda builds it, on one intra-op thread, its logs discarded."""
     from handler.bootstrap import create
@@ -87,7 +80,7 @@ def handler_target(built: Any, route: str) -> Target:
     def prepare(sentences: list[str]) -> Call:
         body = ({"inputs": sentences} if route == "/predict" else
                 {"input": sentences, "model": built.model.name, "encoding_format": "base64"})
-        event, context = http_event(route, body), LambdaContext("bench", 60_000)
+        event, context = http_api_event(route, body), LambdaContext("bench", 60_000)
 
         def call() -> object:
             answer = built(event, context)
