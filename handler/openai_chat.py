@@ -24,7 +24,12 @@ from itertools import chain
 
 from handler import chat_requests
 from handler.codecs import simple
-from handler.errors import DeadlineExceededError, InvalidInputError, NotFoundError
+from handler.errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    NotFoundError,
+    OnnxLambdaError,
+)
 from handler.http import Response
 from handler.openai_api import ModelNotFoundError, RequestError, error
 from handler.telemetry import now
@@ -72,9 +77,9 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
         raise _at(exc, where) from None
     room = pipeline.context_length - len(prompt_ids)
     if room < 1 or (limit is not None and limit > room):
-        asked = "" if limit is None else f" and {limit} to generate"
+        wanted = "" if limit is None else f" and {limit} to generate"
         raise RequestError(f"this model's context is {pipeline.context_length} tokens; the "
-                           f"{where} takes {len(prompt_ids)}{asked}: shorten the {where}"
+                           f"{where} takes {len(prompt_ids)}{wanted}: shorten the {where}"
                            f"{'' if limit is None else f' or lower {limit_name!r}'}",
                            where if room < 1 or limit is None else limit_name,
                            "context_length_exceeded")
@@ -94,6 +99,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
         whole = b"".join(events)
         run.record(timer)
         return Response(200, body=whole, headers=dict(SSE_HEADERS))
+    timer.mark("prefill")  # (the request's line goes out now: its generation follows the stream)
     service.live_chunks.append(_live(events, steps, run, service, answer.id))
     return Response(200, body=b"", headers=dict(SSE_HEADERS))
 
@@ -123,13 +129,14 @@ class Deadline:
     covers the slowest step so far (the time between two calls, one decode step) plus the
     margin for encoding and returning the answer."""
 
-    __slots__ = ("_last", "_left", "_margin", "_step_ms")
+    __slots__ = ("_last", "_left", "_margin", "_step_ms", "expired")
 
     def __init__(self, context: Any, margin_ms: float) -> None:
         self._left = getattr(context, "get_remaining_time_in_millis", None)
         self._margin = margin_ms
         self._last: float | None = None
         self._step_ms = 0.0
+        self.expired = False
 
     def __call__(self) -> bool:
         if self._left is None:
@@ -139,7 +146,8 @@ class Deadline:
             self._step_ms = max(self._step_ms, (at - self._last) * 1000.0)
         self._last = at
         left: float = self._left()
-        return left < self._margin + self._step_ms
+        self.expired = left < self._margin + self._step_ms
+        return self.expired
 
 
 class Run:
@@ -154,36 +162,37 @@ class Run:
         self.finish_reason = "stop"
         self._pipeline, self._ids, self._params = pipeline, prompt_ids, params
         self._deadline, self._timer, self._where = deadline, timer, where
-        self.first_at = self.last_at = 0.0
+        self.started_at = self.first_at = self.last_at = 0.0
 
     def __iter__(self) -> Generator[Step]:
-        if self._deadline():
+        deadline = self._deadline
+        if deadline():
             raise DeadlineExceededError("too little time left in this invocation to generate "
                                         "a token")
+        self.started_at = now()
         try:
-            generator = self._pipeline.generate(self._ids, self._params, self._deadline)
+            generator = self._pipeline.generate(self._ids, self._params, deadline)
         except InvalidInputError as exc:
             raise _at(exc, self._where) from None
         try:
-            first = next(generator, None)
-        except InvalidInputError as exc:
-            generator.close()
-            raise _at(exc, self._where) from None
-        if first is not None and not first.token_ids and first.finish_reason == "length":
-            generator.close()
-            raise DeadlineExceededError("the invocation's deadline came before the first token")
-        self.first_at = now()
-        self._timer.durations["ttft"] = (self.first_at - self._timer.start) * 1000.0
-        step = first
-        try:
-            while step is not None:
+            step = next(generator)  # (a generator ending without a finish reason: a bug, 500)
+            if not step.token_ids and step.finish_reason == "length" and deadline.expired:
+                raise DeadlineExceededError("the invocation's deadline came before the first "
+                                            "token")
+            self.first_at = now()
+            self._timer.durations["ttft"] = (self.first_at - self._timer.start) * 1000.0
+            while True:
                 self.completion_tokens += len(step.token_ids)
                 self.last_at = now()
                 yield step
                 if step.finish_reason is not None:
                     self.finish_reason = step.finish_reason
                     return
-                step = next(generator, None)
+                step = next(generator)
+        except InvalidInputError as exc:
+            if self.first_at:  # a refusal after the first token: as the pipeline said it
+                raise
+            raise _at(exc, self._where) from None
         finally:
             generator.close()
 
@@ -272,17 +281,14 @@ def _live(events: Iterator[bytes], steps: Generator[Step], run: Run, service: Se
     except Exception as exc:  # the status is sent already: the error becomes an event
         import traceback  # rare path: keep its import off the cold start
 
-        from handler.errors import OnnxLambdaError
-
         service.telemetry.log("error", "generation failed mid-stream", id=answer_id,
                               error=repr(exc), traceback=traceback.format_exc())
         known = exc if isinstance(exc, OnnxLambdaError) else OnnxLambdaError(
             "internal error; see the function's logs")
-        answer = error(known, {})
-        yield Answer._event(answer.payload)
+        yield Answer._event(error(known, {}).payload)
     finally:
         steps.close()  # (a closed stream: the pipeline's generator closes, its cache freed)
-        figures = {"generate": (run.last_at - run.first_at) * 1000.0}
+        figures = {"generate": (run.last_at - run.started_at) * 1000.0}
         rate = run.tokens_per_s
         if rate is not None:
             figures["tokens-per-s"] = rate

@@ -31,7 +31,6 @@ class StandInGenerator:
         self.eos_after = eos_after
         self.calls: list[tuple[list[int], GenerationParams]] = []
         self.open = 0  # generators started and not closed yet (the KV cache, in the real one)
-        self.should_stop_calls = 0
 
     def encode(self, text: str) -> list[int]:
         return [BOS, *(2 + sum(map(ord, word)) % 1000 for word in text.split())]
@@ -57,7 +56,6 @@ class StandInGenerator:
         try:
             text, sent = "", 0
             for count in range(1, params.max_tokens + 1):
-                self.should_stop_calls += 1
                 if should_stop():
                     yield Step(text[sent:], (), "length")
                     return

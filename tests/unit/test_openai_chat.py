@@ -339,6 +339,7 @@ def test_live_streaming_sends_each_token_as_it_comes(service: Service,
     assert answer.status == 200 and answer.headers["content-type"].startswith(
         "text/event-stream")
     assert "ttft;dur=" in answer.headers["server-timing"]
+    assert "prefill;dur=" in answer.headers["server-timing"]
     first = next(pieces)  # the role chunk, before any further token is asked for
     assert generator.open == 1
     rest = list(pieces)
@@ -346,7 +347,8 @@ def test_live_streaming_sends_each_token_as_it_comes(service: Service,
     assert chunks((first + b"".join(rest)).decode()) == chunks(buffered)
     finished = json.loads(service.telemetry.stream.getvalue().splitlines()[-1])  # type: ignore[attr-defined]
     assert finished["message"] == "stream finished" and finished["completionTokens"] == 9
-    assert "TokensPerSecond" in finished and finished["_aws"]["CloudWatchMetrics"]
+    assert finished["TokensPerSecond"] > 0 and finished["Generation"] > 0
+    assert finished["_aws"]["CloudWatchMetrics"][0]["Metrics"]
 
 
 def test_a_caller_gone_mid_stream_frees_the_generation(service: Service,
