@@ -59,8 +59,10 @@ def test_chat_stream_is_chunks_in_order_and_equals_the_unstreamed_answer(client:
                                                                         model: str) -> None:
     whole = client.chat.completions.create(model=model, messages=HELLO, temperature=0,
                                            max_tokens=6)
-    assert whole.object == "chat.completion" and whole.choices[0].finish_reason == "length"
-    assert whole.usage.completion_tokens == 6
+    finish = whole.choices[0].finish_reason
+    assert whole.object == "chat.completion" and finish in ("length", "stop")
+    used = whole.usage.completion_tokens  # (a real model may end before max_tokens)
+    assert used == 6 if finish == "length" else 0 < used <= 6
     with client.chat.completions.create(model=model, messages=HELLO, temperature=0,
                                         max_tokens=6, stream=True,
                                         stream_options={"include_usage": True}) as stream:
@@ -68,8 +70,8 @@ def test_chat_stream_is_chunks_in_order_and_equals_the_unstreamed_answer(client:
     assert chunks[0].choices[0].delta.role == "assistant"
     texts = [c.choices[0].delta.content for c in chunks if c.choices]
     assert "".join(t for t in texts if t) == whole.choices[0].message.content
-    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
-    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 6
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == finish
+    assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
     assert len({c.id for c in chunks}) == 1
 
 
@@ -87,7 +89,7 @@ def test_the_event_stream_ends_with_done(served: Emulator, model: str) -> None:
 def test_completions_unstreamed_and_streamed_agree(client: Any, model: str) -> None:
     whole = client.completions.create(model=model, prompt="once upon a time", max_tokens=4,
                                       temperature=0)
-    assert whole.object == "text_completion" and whole.usage.completion_tokens == 4
+    assert whole.object == "text_completion" and 0 < whole.usage.completion_tokens <= 4
     with client.completions.create(model=model, prompt="once upon a time", max_tokens=4,
                                    temperature=0, stream=True) as stream:
         text = "".join(chunk.choices[0].text for chunk in stream)
