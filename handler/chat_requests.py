@@ -85,7 +85,9 @@ def messages(value: Any) -> list[dict[str, Any]]:
         if extra:
             raise RequestError(f"{where} has fields this function does not support: "
                                f"{', '.join(extra)}", f"{where}.{extra[0]}")
-        entry = {"role": role, "content": _content(message.get("content"), where)}
+        # "developer" is OpenAI's newer name for "system", which chat templates know
+        entry = {"role": "system" if role == "developer" else role,
+                 "content": _content(message.get("content"), where)}
         name = message.get("name")
         if name is not None:
             if not isinstance(name, str):
@@ -165,7 +167,7 @@ def params(body: dict[str, Any], tokens: int) -> GenerationParams:
                            "repetition_penalty")
     return GenerationParams(
         max_tokens=tokens, temperature=temperature, top_p=top_p,
-        top_k=_integer(body, "top_k", 0, 2**31 - 1, 0),
+        top_k=max(_integer(body, "top_k", -1, 2**31 - 1, 0), 0),  # -1: vLLM's "off"
         seed=_integer(body, "seed", -MAX_SEED - 1, MAX_SEED, None),
         repetition_penalty=penalty, stop=_stop(body.get("stop")))
 

@@ -186,7 +186,7 @@ LONG = " ".join(["word"] * 70)  # over the stand-in's 64-token context
     (CHAT, {"temperature": -1}, "temperature", "between 0 and 2"),
     (CHAT, {"temperature": "hot"}, "temperature", "number"),
     (CHAT, {"top_p": 1.5}, "top_p", "between 0 and 1"),
-    (CHAT, {"top_k": -1}, "top_k", "integer"),
+    (CHAT, {"top_k": -2}, "top_k", "integer"),
     (CHAT, {"seed": 2**64}, "seed", "integer"),
     (CHAT, {"repetition_penalty": 0}, "repetition_penalty", "above 0"),
     (CHAT, {"frequency_penalty": 0.5}, "frequency_penalty", "repetition_penalty"),
@@ -237,13 +237,14 @@ def test_text_parts_and_roles_reach_the_chat_template(service: Service,
                 {"role": "user", "content": [{"type": "text", "text": "a"},
                                              {"type": "text", "text": "b"}], "name": "ann"}]
     assert call(service, CHAT, {"model": MODEL, "messages": messages})[0] == 200
-    rendered = "<developer> be brief\n<user> a\nb\n<assistant>"
+    rendered = "<system> be brief\n<user> a\nb\n<assistant>"  # developer: system
     assert generator.calls[0][0] == generator.encode(rendered)
 
 
-def test_top_p_zero_is_greedy(service: Service, generator: StandInGenerator) -> None:
-    assert chat(service, top_p=0, temperature=0.7)[0] == 200
-    assert generator.calls[0][1][1:3] == (0.0, 1.0)
+def test_top_p_zero_is_greedy_and_top_k_minus_one_is_off(service: Service,
+                                                          generator: StandInGenerator) -> None:
+    assert chat(service, top_p=0, temperature=0.7, top_k=-1)[0] == 200
+    assert generator.calls[0][1][1:4] == (0.0, 1.0, 0)
 
 
 def test_another_model_name_is_404_model_not_found(service: Service) -> None:
