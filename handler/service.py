@@ -72,10 +72,9 @@ class Service:
 
         live: list[Iterator[bytes]] = []
         self.live_chunks = live
-        try:
-            answer = streaming.from_result(self(event, context))
-        finally:
-            self.live_chunks = None
+        result = self(event, context)  # (never raises: every failure is an answer)
+        self.live_chunks = None
+        answer = streaming.from_result(result)
         return answer._replace(chunks=live[0]) if live and answer.status == 200 else answer
 
     def __call__(self, event: Any, context: Any) -> Any:
@@ -187,14 +186,10 @@ class Service:
             return response
         if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
             self._check_limits(request, context)
-        if operation in ("openai_chat", "openai_completions"):
-            from handler import openai_chat  # generative models only: off other cold paths
-
-            return openai_chat.handle(self, operation, request, timer, context)
         if operation.startswith("openai_"):
             from handler import openai_api  # text models' OpenAI routes: off other cold paths
 
-            return openai_api.handle(self, operation, params, request, timer)
+            return openai_api.handle(self, operation, params, request, timer, context)
         if operation.startswith("tei_"):
             from handler import tei_api  # text models' TEI routes: off other cold paths
 
