@@ -126,8 +126,8 @@ def _at(exc: InvalidInputError, param: str) -> RequestError:
 
 class Deadline:
     """``should_stop`` for the pipeline: True once the invocation's remaining time no longer
-    covers the slowest step so far (the time between two calls, one decode step) plus the
-    margin for encoding and returning the answer."""
+    covers the slowest decode step so far (the time between two calls) plus the margin for
+    encoding and returning the answer."""
 
     __slots__ = ("_last", "_left", "_margin", "_step_ms", "expired")
 
@@ -137,6 +137,15 @@ class Deadline:
         self._last: float | None = None
         self._step_ms = 0.0
         self.expired = False
+
+    def allows(self, needed_ms: float) -> bool:
+        """Whether ``needed_ms`` (the first token's) fit before the margin."""
+        return self._left is None or self._left() >= self._margin + needed_ms
+
+    def decoding(self) -> None:
+        """The first token is out: the steps timed from here on are decode steps (a prefill
+        taken for one would end every later answer early by its length)."""
+        self._last, self._step_ms = now(), 0.0
 
     def __call__(self) -> bool:
         if self._left is None:
@@ -155,6 +164,8 @@ class Run:
     (a deadline already too near is a 504); the pipeline's generator is closed when the
     iteration ends, however it ends (the KV cache is freed)."""
 
+    slowest_prefill_ms = 0.0  # in this environment: what a request's first token needs
+
     def __init__(self, pipeline: Any, prompt_ids: list[int], params: GenerationParams,
                  deadline: Deadline, timer: StageTimer, where: str) -> None:
         self.prompt_tokens = len(prompt_ids)
@@ -166,9 +177,10 @@ class Run:
 
     def __iter__(self) -> Generator[Step]:
         deadline = self._deadline
-        if deadline():
-            raise DeadlineExceededError("too little time left in this invocation to generate "
-                                        "a token")
+        if not deadline.allows(Run.slowest_prefill_ms):
+            raise DeadlineExceededError(
+                "too little time left in this invocation for the first token (the slowest "
+                f"prompt here took {Run.slowest_prefill_ms:.0f} ms to it)")
         self.started_at = now()
         try:
             generator = self._pipeline.generate(self._ids, self._params, deadline)
@@ -180,7 +192,10 @@ class Run:
                 raise DeadlineExceededError("the invocation's deadline came before the first "
                                             "token")
             self.first_at = now()
+            deadline.decoding()
             self._timer.durations["ttft"] = (self.first_at - self._timer.start) * 1000.0
+            Run.slowest_prefill_ms = max(Run.slowest_prefill_ms,
+                                         (self.first_at - self.started_at) * 1000.0)
             while True:
                 self.completion_tokens += len(step.token_ids)
                 self.last_at = now()

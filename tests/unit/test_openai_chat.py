@@ -297,6 +297,18 @@ def test_a_deadline_before_the_first_token_is_504(service: Service,
     assert result["statusCode"] == 504 and generator.open == 0
 
 
+def test_a_deadline_shorter_than_the_slowest_prefill_seen_is_504(
+        service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    from handler.openai_chat import Run
+
+    assert chat(service)[0] == 200
+    assert Run.slowest_prefill_ms > 0  # measured on that request
+    monkeypatch.setattr(Run, "slowest_prefill_ms", 500.0)
+    status, _, text = call(service, CHAT, {"model": MODEL, "messages": HELLO}, remaining_ms=400)
+    assert status == 504 and "500 ms" in json.loads(text)["error"]["message"]
+    assert call(service, CHAT, {"model": MODEL, "messages": HELLO}, remaining_ms=600)[0] == 200
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_deadline_during_generation_finishes_with_length(
         service: Service, generator: StandInGenerator, stream: bool) -> None:
