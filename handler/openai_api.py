@@ -4,8 +4,8 @@
 (docs/reference/openai-and-tei.md).
 
 Imported by ``handler.service`` on the first ``/v1/`` request only: nothing here is on the
-cold path of a model that is never asked for it. ``/v1/chat/completions`` and
-``/v1/completions`` pass through to ``handler.openai_chat`` (generative models).
+cold path of a model that is never asked for it. Its error shape serves
+``handler.openai_chat`` (``/v1/chat/completions``, ``/v1/completions``) too.
 
 Request: ``input`` (a string, a list of strings, one list of token ids or a list of them),
 ``model`` (this function's model name), ``encoding_format`` (``float`` | ``base64``; the SDK
@@ -60,11 +60,7 @@ class ModelNotFoundError(NotFoundError):
 
 
 def handle(service: Service, operation: str, params: dict[str, str], request: Request,
-           timer: StageTimer, context: Any) -> Response:
-    if operation in ("openai_chat", "openai_completions"):
-        from handler import openai_chat  # generative models only: off other models' paths
-
-        return openai_chat.handle(service, operation, request, timer, context)
+           timer: StageTimer) -> Response:
     name = service.model.name
     if operation == "openai_models":
         return Response(200, payload={"object": "list", "data": [_card(service)]})

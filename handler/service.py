@@ -186,10 +186,14 @@ class Service:
             return response
         if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
             self._check_limits(request, context)
+        if operation in ("openai_chat", "openai_completions"):
+            from handler import openai_chat  # generative models only: off other cold paths
+
+            return openai_chat.handle(self, operation, request, timer, context)
         if operation.startswith("openai_"):
             from handler import openai_api  # text models' OpenAI routes: off other cold paths
 
-            return openai_api.handle(self, operation, params, request, timer, context)
+            return openai_api.handle(self, operation, params, request, timer)
         if operation.startswith("tei_"):
             from handler import tei_api  # text models' TEI routes: off other cold paths
 
