@@ -12,9 +12,14 @@ STAGE_METRICS = {
     "inference": "Inference",
     "encode": "Encode",
     "total": "Latency",
+    "ttft": "TimeToFirstToken",  # generation (handler.openai_chat): request start → first token
+    "generate": "Generation",  # generation: the prompt's prefill and every decode step
 }
+# Server-Timing entry → EMF metric name (Count/Second): generation's pace after the first token
+RATE_METRICS = {"tokens-per-s": "TokensPerSecond"}
 # Init stages → EMF metric name (Milliseconds), on an environment's first business request.
 INIT_METRICS = {"init": "InitDuration", "model-load": "ModelLoad"}
 COLD_START = "ColdStart"  # Count: 1 on an environment's first business request, else 0
 
-HANDLER = frozenset({*STAGE_METRICS.values(), *INIT_METRICS.values(), COLD_START})
+HANDLER = frozenset({*STAGE_METRICS.values(), *RATE_METRICS.values(), *INIT_METRICS.values(),
+                     COLD_START})

@@ -4,7 +4,8 @@
 (docs/reference/openai-and-tei.md).
 
 Imported by ``handler.service`` on the first ``/v1/`` request only: nothing here is on the
-cold path of a model that is never asked for it.
+cold path of a model that is never asked for it. Its error shape serves
+``handler.openai_chat`` (``/v1/chat/completions``, ``/v1/completions``) too.
 
 Request: ``input`` (a string, a list of strings, one list of token ids or a list of them),
 ``model`` (this function's model name), ``encoding_format`` (``float`` | ``base64``; the SDK

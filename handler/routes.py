@@ -20,6 +20,8 @@ ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/v2", {"GET": "v2_server"}),
     ("/health", {"GET": "health"}),
     ("/v1/embeddings", {"POST": "openai_embeddings"}),
+    ("/v1/chat/completions", {"POST": "openai_chat"}),  # generative models (handler.openai_chat)
+    ("/v1/completions", {"POST": "openai_completions"}),
     ("/v1/models", {"GET": "openai_models"}),
     (_OPENAI_MODEL + "{model}", {"GET": "openai_model"}),
     ("/embed", {"POST": "tei_embed"}),

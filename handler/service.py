@@ -32,8 +32,10 @@ from handler.telemetry import StageTimer, Telemetry, now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from typing import Any
+
+    from handler.streaming import StreamedResponse
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
@@ -60,6 +62,20 @@ class Service:
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
 
     # -- entry ---------------------------------------------------------------------------
+
+    live_chunks: list[Iterator[bytes]] | None = None  # stream()'s live answer (openai_chat)
+
+    def stream(self, event: Any, context: Any) -> StreamedResponse:
+        """Response-streaming mode: the answer as one chunk, or a generation's server-sent
+        events as they are generated (handler.openai_chat)."""
+        from handler import streaming  # response-streaming mode only
+
+        live: list[Iterator[bytes]] = []
+        self.live_chunks = live
+        result = self(event, context)  # (never raises: every failure is an answer)
+        self.live_chunks = None
+        answer = streaming.from_result(result)
+        return answer._replace(chunks=live[0]) if live and answer.status == 200 else answer
 
     def __call__(self, event: Any, context: Any) -> Any:
         request_id = getattr(context, "aws_request_id", None)
@@ -170,6 +186,10 @@ class Service:
             return response
         if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
             self._check_limits(request, context)
+        if operation in ("openai_chat", "openai_completions"):
+            from handler import openai_chat  # generative models only: off other cold paths
+
+            return openai_chat.handle(self, operation, request, timer, context)
         if operation.startswith("openai_"):
             from handler import openai_api  # text models' OpenAI routes: off other cold paths
 

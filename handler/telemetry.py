@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from handler.metric_names import COLD_START, INIT_METRICS, STAGE_METRICS
+from handler.metric_names import COLD_START, INIT_METRICS, RATE_METRICS, STAGE_METRICS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     # non-finite count
     Ending = tuple[str, str | None, str | None, int, str | None, int]
 
-COLD_METRICS = {**STAGE_METRICS, **INIT_METRICS}
+WARM_METRICS = {**STAGE_METRICS, **RATE_METRICS}
+COLD_METRICS = {**WARM_METRICS, **INIT_METRICS}
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _INFO = LEVELS["info"]
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
@@ -72,14 +73,21 @@ def server_timing(durations: Mapping[str, float], cold: bool) -> str:
 
 
 def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
-    """The header with a ``%s`` per stage, for the stage's text."""
-    parts = [f"{name};dur=%s" for name in durations]
+    """The header with a ``%s`` per stage, for the stage's text (a rate, not a duration, as
+    the entry's description)."""
+    parts = [f"{name};desc=%s" if name in RATE_METRICS else f"{name};dur=%s"
+             for name in durations]
     if cold:
         parts.append('cold-start;desc="first request of this environment"')
     return ", ".join(parts)
 
 
 _TIMING_TEMPLATES: dict[tuple[object, ...], str] = {}
+_RATE_NAMES = frozenset(RATE_METRICS.values())
+
+
+def _unit(metric: str) -> str:
+    return "Count/Second" if metric in _RATE_NAMES else "Milliseconds"
 
 
 class _Layout:
@@ -96,7 +104,7 @@ class _Layout:
                  cold: bool) -> None:
         self.timing = _timing_template(durations, cold)  # the Server-Timing header's
         self.numbers = b",".join([b"%d"] + [b"%.3f"] * len(durations))  # timestamp first
-        names = COLD_METRICS if cold else STAGE_METRICS
+        names = COLD_METRICS if cold else WARM_METRICS
         # the texts' indices (after the timestamp's) of the stages that are metrics
         stages = tuple(i + 1 for i, k in enumerate(durations) if k in names)
         metrics = [names[k] for k in durations if k in names]
@@ -105,7 +113,7 @@ class _Layout:
         function = _ENCODER.encode(telemetry.function_name)
         record = f'"level":"INFO","message":"request","functionName":{function}'
         if telemetry.metrics:
-            definitions = [{"Name": name, "Unit": "Milliseconds"} for name in metrics]
+            definitions = [{"Name": name, "Unit": _unit(name)} for name in metrics]
             definitions.append({"Name": COLD_START, "Unit": "Count"})
             directive = _ENCODER.encode([{"Namespace": telemetry.namespace,
                                           "Dimensions": [["FunctionName"]],
@@ -175,6 +183,22 @@ class Telemetry:
         if len(self._tails) < 64:
             self._tails[ending] = tail
         return tail
+
+    def figures(self, message: str, values: Mapping[str, float], **fields: Any) -> None:
+        """One line of ``values`` (Server-Timing names of ``WARM_METRICS``) outside a request's
+        own line, e.g. a streamed answer's figures when its stream ends: EMF metrics as well
+        when metrics are on."""
+        named = {WARM_METRICS[key]: round(value, 3) for key, value in values.items()}
+        record: dict[str, Any] = {"level": "INFO", "message": message,
+                                  "functionName": self.function_name, **fields, **named}
+        if self.metrics:
+            record["_aws"] = {"Timestamp": int(time.time() * 1000.0), "CloudWatchMetrics": [{
+                "Namespace": self.namespace, "Dimensions": [["FunctionName"]],
+                "Metrics": [{"Name": name, "Unit": _unit(name)} for name in named]}]}
+            record["FunctionName"] = self.function_name
+        elif self.level > _INFO:
+            return
+        self._write(record)
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         if LEVELS[level] >= self.level:

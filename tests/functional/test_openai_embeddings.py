@@ -173,8 +173,15 @@ def test_bad_requests_are_4xx_in_openais_shape_and_leave_the_service_healthy(
 
 
 def test_unknown_v1_route_and_wrong_method_answer_in_openais_shape(service: Any) -> None:
-    status, answer = call(service, {}, "/v1/chat/completions")
+    status, answer = call(service, {}, "/v1/audio/speech")
     assert status == 404 and "no route" in answer["error"]["message"]
+    # a route of generative models: 404 naming the model, as OpenAI answers for a model the
+    # endpoint does not serve
+    status, answer = call(service, {"model": "words", "messages": [{"role": "user",
+                                                                    "content": "hi"}]},
+                          "/v1/chat/completions")
+    assert status == 404 and answer["error"]["param"] == "model"
+    assert "text-embedding model, not a generative one" in answer["error"]["message"]
     status, answer = call(service, None, "/v1/embeddings", "GET")
     assert status == 405 and answer["error"]["type"] == "invalid_request_error"
 

@@ -19,6 +19,8 @@ from handler.routes import ROUTES, match
     ("GET", "/v2/health/live", "live", {}),
     ("GET", "/health", "health", {}),
     ("POST", "/v1/embeddings", "openai_embeddings", {}),
+    ("POST", "/v1/chat/completions", "openai_chat", {}),
+    ("POST", "/v1/completions", "openai_completions", {}),
     ("GET", "/v1/models", "openai_models", {}),
     ("GET", "/v1/models/", "openai_models", {}),
     ("GET", "/v1/models/all-MiniLM-L6-v2", "openai_model", {"model": "all-MiniLM-L6-v2"}),

@@ -48,13 +48,47 @@ def test_every_emitted_metric_is_a_declared_name() -> None:
     """The dashboard's test reads handler/metric_names.py: what the line carries must be it."""
     cold = {m["Name"] for m in emit(cold=True)["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     stream = io.StringIO()
-    Telemetry(namespace="NS", function_name="fn", metrics=True, level="info",
-              stream=stream).request({"queue": 1.0, "decode": 0.1, "total": 2.0},
-                                     request_id="r", cold=False, source="http-api",
-                                     method="POST", path="/predict", status=200)
-    warm = {m["Name"] for m in json.loads(stream.getvalue())["_aws"]["CloudWatchMetrics"][0][
-        "Metrics"]}
+    telemetry = Telemetry(namespace="NS", function_name="fn", metrics=True, level="info",
+                          stream=stream)
+    telemetry.request({"queue": 1.0, "decode": 0.1, "total": 2.0}, request_id="r", cold=False,
+                      source="http-api", method="POST", path="/predict", status=200)
+    # a generation's (handler.openai_chat): time to the first token, the whole run, its pace
+    telemetry.request({"decode": 0.1, "ttft": 5.0, "generate": 50.0, "tokens-per-s": 40.0,
+                       "total": 51.0}, request_id="r", cold=False, source="http-api",
+                      method="POST", path="/v1/chat/completions", status=200)
+    warm = {m["Name"] for line in stream.getvalue().splitlines()
+            for m in json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert cold | warm == metric_names.HANDLER
+
+
+def test_a_rate_is_a_count_per_second_metric_and_a_server_timing_description() -> None:
+    stream = io.StringIO()
+    timing = Telemetry(namespace="NS", function_name="fn", metrics=True, level="info",
+                       stream=stream).request({"ttft": 5.0, "tokens-per-s": 40.5, "total": 9.0},
+                                              request_id="r", cold=False, source="http-api",
+                                              method="POST", path="/v1/completions", status=200)
+    assert timing == "ttft;dur=5.000, tokens-per-s;desc=40.500, total;dur=9.000"
+    record = json.loads(stream.getvalue())
+    units = {m["Name"]: m["Unit"] for m in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert units == {"TimeToFirstToken": "Milliseconds", "TokensPerSecond": "Count/Second",
+                     "Latency": "Milliseconds", "ColdStart": "Count"}
+    assert record["TokensPerSecond"] == 40.5
+
+
+@pytest.mark.parametrize("metrics", [True, False])
+def test_figures_outside_a_request_line(metrics: bool) -> None:
+    stream = io.StringIO()
+    Telemetry(namespace="NS", function_name="fn", metrics=metrics, level="info",
+              stream=stream).figures("stream finished", {"generate": 12.3456,
+                                                         "tokens-per-s": 80.0}, id="x")
+    record = json.loads(stream.getvalue())
+    assert (record["Generation"], record["TokensPerSecond"], record["id"]) == (12.346, 80.0, "x")
+    assert ("_aws" in record) is metrics
+    if metrics:
+        directive = record["_aws"]["CloudWatchMetrics"][0]
+        assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == {
+            "Generation": "Milliseconds", "TokensPerSecond": "Count/Second"}
+        assert record["FunctionName"] == "fn" and directive["Namespace"] == "NS"
 
 
 def test_warm_request_has_no_init_metrics() -> None:

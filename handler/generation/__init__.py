@@ -1,0 +1,1 @@
+"""Text generation for decoder-only models (the ``generate`` pipeline)."""

@@ -1,0 +1,114 @@
+"""The real ``openai`` SDK against the emulator's HTTP API: ``chat.completions.create`` and
+``completions.create``, unstreamed and streamed (an HTTP API buffers the event stream: the
+SDK's stream parser reads it as it would a live one), errors as the SDK's exceptions.
+
+The generator is the stand-in (``tests.support.stand_in_app``) until a decoder model lands:
+the ``served`` fixture is the one place to swap it for the real ``generate`` pipeline (its
+handler ``handler.app.handler``, its model a built decoder); every assertion below holds for
+any model at temperature 0."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from onnx_lambda.emulator import Emulator
+from onnx_lambda.emulator.template import load_template
+from onnx_lambda.source_tree import root
+from onnx_lambda.tiny_models import linear
+
+pytestmark = pytest.mark.e2e
+openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
+ROOT = root()
+KEY = "sk-local-test"
+HELLO = [{"role": "user", "content": "hello there"}]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    model = linear(tmp_path_factory.mktemp("gen") / "linear.onnx")
+    spec = load_template(ROOT / "template.yaml")
+    function = dataclasses.replace(spec.functions["InferenceFunction"],
+                                   handler="tests.support.stand_in_app.handler")
+    spec = dataclasses.replace(spec, functions={**spec.functions, function.name: function})
+    emulator = Emulator(spec, port=0, log=None,
+                        env_vars={function.name: {"ONNX_LAMBDA_MODEL": str(model),
+                                                  "ONNX_LAMBDA_API_KEYS": KEY}})
+    with emulator.running():
+        yield emulator
+
+
+@pytest.fixture(scope="module")
+def client(served: Emulator) -> Iterator[Any]:
+    with openai.OpenAI(base_url=f"{served.url}/v1", api_key=KEY, max_retries=0) as sdk:
+        yield sdk
+
+
+@pytest.fixture(scope="module")
+def model(client: Any) -> str:
+    [card] = client.models.list()
+    return str(card.id)
+
+
+def test_chat_stream_is_chunks_in_order_and_equals_the_unstreamed_answer(client: Any,
+                                                                        model: str) -> None:
+    whole = client.chat.completions.create(model=model, messages=HELLO, temperature=0,
+                                           max_tokens=6)
+    finish = whole.choices[0].finish_reason
+    assert whole.object == "chat.completion" and finish in ("length", "stop")
+    used = whole.usage.completion_tokens  # (a real model may end before max_tokens)
+    assert used == 6 if finish == "length" else 0 < used <= 6
+    with client.chat.completions.create(model=model, messages=HELLO, temperature=0,
+                                        max_tokens=6, stream=True,
+                                        stream_options={"include_usage": True}) as stream:
+        chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    texts = [c.choices[0].delta.content for c in chunks if c.choices]
+    assert "".join(t for t in texts if t) == whole.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == finish
+    assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_the_event_stream_ends_with_done(served: Emulator, model: str) -> None:
+    body = json.dumps({"model": model, "messages": HELLO, "stream": True, "max_tokens": 3})
+    request = urllib.request.Request(
+        f"{served.url}/v1/chat/completions", body.encode(),
+        {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        text = answer.read().decode()
+    assert text.endswith("data: [DONE]\n\n") and text.count("[DONE]") == 1
+
+
+def test_completions_unstreamed_and_streamed_agree(client: Any, model: str) -> None:
+    whole = client.completions.create(model=model, prompt="once upon a time", max_tokens=4,
+                                      temperature=0)
+    assert whole.object == "text_completion" and 0 < whole.usage.completion_tokens <= 4
+    with client.completions.create(model=model, prompt="once upon a time", max_tokens=4,
+                                   temperature=0, stream=True) as stream:
+        text = "".join(chunk.choices[0].text for chunk in stream)
+    assert text == whole.choices[0].text
+
+
+def test_sdk_exceptions_carry_our_messages(client: Any, served: Emulator, model: str) -> None:
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=model, messages=HELLO, n=2)
+    assert bad.value.param == "n"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=model, messages=HELLO, max_tokens=10**6)
+    assert bad.value.code == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError, match="Unrecognized request argument"):
+        client.chat.completions.create(model=model, messages=HELLO, extra_body={"foo": 1})
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="gpt-4o", messages=HELLO)
+    assert missing.value.code == "model_not_found"
+    with (openai.OpenAI(base_url=f"{served.url}/v1", api_key="sk-wrong",
+                        max_retries=0) as other,
+          pytest.raises(openai.AuthenticationError)):
+        other.chat.completions.create(model=model, messages=HELLO)
