@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict, deque
 
 # codecs.npy and codecs.v2 load on first use (codecs.__getattr__)
-from handler import codecs, ping, routes, sources, tensors
+from handler import codecs, ping, routes, sources, streaming, tensors
 from handler.codecs import simple
 from handler.environment import EnvironmentState
 from handler.errors import (
@@ -71,6 +71,10 @@ class Service:
             return self._handle(event, context, request_id)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
             return self._last_resort(event, request_id, exc)
+
+    def stream(self, event: Any, context: Any) -> streaming.StreamedResponse:
+        """The answer for response-streaming mode (``handler.stream_runtime``)."""
+        return streaming.from_result(self(event, context))
 
     def _handle(self, event: Any, context: Any, request_id: str) -> Any:
         timer = StageTimer()
