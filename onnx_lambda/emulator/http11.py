@@ -48,8 +48,12 @@ class HttpServer:
 
     def __init__(self, handler: Handler, *, refusal: Callable[[int, str], Response],
                  limits: ServerLimits | None = None,
-                 cancel_on_disconnect: bool = True) -> None:
+                 cancel_on_disconnect: bool = True,
+                 streams_body: Callable[[str, list[tuple[bytes, bytes]]], bool] | None = None,
+                 ) -> None:
         self.handler = handler
+        # (path, raw headers) -> hand the request over with its head, its body as a stream
+        self.streams_body = streams_body
         self.limits = limits or ServerLimits()
         self.refusal = refusal
         self.cancel_on_disconnect = cancel_on_disconnect
