@@ -73,17 +73,17 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening and drop every connection (as a client disconnect would)."""
-        if self._server is None:
+        server, self._server = self._server, None  # (two closes may overlap: one does it)
+        if server is None:
             return
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        self._server.close()
+        server.close()
         for connection in list(self.connections):
             connection.close()
-        await self._server.wait_closed()
-        self._server = None
+        await server.wait_closed()
 
     # -- called by connections -----------------------------------------------------------
     def admit(self, connection: Connection) -> bool:
