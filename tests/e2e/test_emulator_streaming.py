@@ -199,3 +199,32 @@ def test_the_real_rie_accepts_the_streaming_runtime() -> None:
         with urllib.request.urlopen(url, data=b'{"n": 3}', timeout=30) as response:
             assert response.status == 200
             assert response.read() == PRELUDE + b"tok0 tok1 tok2 "
+
+
+def test_the_real_handler_streams_from_the_templates_streaming_url(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """template.yaml with StreamingUrl enabled: StreamingFunction runs handler.app's
+    stream_handler under handler.stream_runtime; /predict answers as the HTTP API does."""
+    from tests.support import cfn, models
+
+    folder = tmp_path_factory.mktemp("template")
+    model = models.linear(tmp_path_factory.mktemp("model") / "linear.onnx")
+    emulator = Emulator(cfn.edited(folder, {"StreamingUrl": "enabled"}), port=0, log=None,
+                        provisioned=0,
+                        env_vars={"Parameters": {"ONNX_LAMBDA_MODEL": str(model)}})
+    body = json.dumps({"inputs": [[1.0, 2.0, 3.0, 4.0]]}).encode()
+    headers = {"Content-Type": "application/json"}
+    with emulator.running():
+        assert emulator.pools["StreamingFunction"].spec.streaming
+        request = urllib.request.Request(emulator.function_urls["StreamingFunction"] +
+                                         "/predict", data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=60) as streamed:
+            assert streamed.status == 200
+            assert streamed.getheader("Transfer-Encoding") == "chunked"
+            assert streamed.getheader("Content-Type") == "application/json"
+            assert "Server-Timing" in streamed.headers
+            answer = json.loads(streamed.read())
+        request = urllib.request.Request(emulator.url + "/predict", data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=60) as buffered:
+            assert json.loads(buffered.read()) == answer
+        assert emulator.records("StreamingFunction")[-1].error_type is None
