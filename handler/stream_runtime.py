@@ -28,19 +28,20 @@ cache) is freed, and the loop takes the next invocation.
 from __future__ import annotations
 
 import base64
-import http.client
 import importlib
 import json
 import os
 import socket
 import sys
 import time
-import traceback
-from collections.abc import Callable, Iterator
-from typing import Any
 
 from handler.lifecycle import stop_cleanly_on_sigterm
 from handler.streaming import CONTENT_TYPE, StreamedResponse, from_result, prelude
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing's import is a cold-start cost: the runtime needs no annotations)
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import Any, BinaryIO
 
 PREFIX = "/2018-06-01/runtime"
 DEFAULT_HANDLER = "handler.app.stream_handler"
@@ -48,22 +49,23 @@ ERROR_TYPE = "Lambda-Runtime-Function-Error-Type"
 ERROR_BODY = "Lambda-Runtime-Function-Error-Body"
 # Lambda's Runtime API reads headers up to 1 MiB (awslambdaric trims X-Ray causes to that)
 MAX_TRAILER_BYTES = 1024 * 1024 - 1024
+MAX_LINE = 1024 * 1024 + 1024  # a header line of the Runtime API's answers
 
 
 class Context:
     """What a handler reads of awslambdaric's ``LambdaContext``."""
 
-    def __init__(self, headers: http.client.HTTPMessage) -> None:
-        self.aws_request_id = headers.get("Lambda-Runtime-Aws-Request-Id", "")
-        self.invoked_function_arn = headers.get("Lambda-Runtime-Invoked-Function-Arn")
-        self._deadline_ms = int(headers.get("Lambda-Runtime-Deadline-Ms") or 0)
+    def __init__(self, headers: Mapping[str, str]) -> None:  # (names in lower case)
+        self.aws_request_id = headers.get("lambda-runtime-aws-request-id", "")
+        self.invoked_function_arn = headers.get("lambda-runtime-invoked-function-arn")
+        self._deadline_ms = int(headers.get("lambda-runtime-deadline-ms") or 0)
         environ = os.environ
         self.function_name = environ.get("AWS_LAMBDA_FUNCTION_NAME")
         self.function_version = environ.get("AWS_LAMBDA_FUNCTION_VERSION")
         self.memory_limit_in_mb = environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
         self.log_group_name = environ.get("AWS_LAMBDA_LOG_GROUP_NAME")
         self.log_stream_name = environ.get("AWS_LAMBDA_LOG_STREAM_NAME")
-        client_context = headers.get("Lambda-Runtime-Client-Context")
+        client_context = headers.get("lambda-runtime-client-context")
         self.client_context = json.loads(client_context) if client_context else None
         self.identity = None
 
@@ -77,76 +79,111 @@ class CallerGone(Exception):
 
 def error_document(exc: BaseException) -> dict[str, Any]:
     """awslambdaric's error shape: ``errorMessage``, ``errorType``, ``stackTrace``."""
+    import traceback  # only when something failed
+
     return {"errorMessage": str(exc), "errorType": type(exc).__name__,
             "stackTrace": traceback.format_tb(exc.__traceback__)}
 
 
 class RuntimeApi:
-    """One keep-alive connection to the Runtime API, re-opened after a failure."""
+    """HTTP/1.1 over one keep-alive socket to the Runtime API, re-opened after a failure.
+    Written on the socket rather than with ``http.client``: that import (with ``ssl`` and
+    ``email``) costs tens of milliseconds of every cold start, for three fixed requests."""
 
     def __init__(self, address: str) -> None:
-        self._address = address
-        self._conn: http.client.HTTPConnection | None = None
+        host, _, port = address.rpartition(":")
+        self._address = (host, int(port))
+        self._host = address.encode()
+        self._sock: socket.socket | None = None
+        self._reader: BinaryIO | None = None
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            conn = http.client.HTTPConnection(self._address)  # no timeout: /next blocks
-            conn.connect()
-            assert conn.sock is not None
+    def _socket(self) -> socket.socket:
+        if self._sock is None:
+            sock = socket.create_connection(self._address)  # no timeout: /next blocks
             # each chunk leaves at once, not after the peer's delayed ACK (Nagle)
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._conn = conn
-        return self._conn
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock, self._reader = sock, sock.makefile("rb")
+        return self._sock
 
     def drop(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            assert self._reader is not None
+            self._reader.close()
+            self._sock.close()
+            self._sock = self._reader = None
 
-    def _post(self, path: str, body: bytes, headers: dict[str, str]) -> None:
-        conn = self._connection()
+    def _head(self, method: str, path: str, headers: list[tuple[str, str]]) -> bytes:
+        lines = [f"{method} {PREFIX}{path} HTTP/1.1", f"Host: {self._host.decode()}",
+                 *(f"{name}: {value}" for name, value in headers)]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _answer(self) -> tuple[int, dict[str, str], bytes]:
+        """Read one response: status, headers (lower-case names), body (sized or chunked)."""
+        reader = self._reader
+        assert reader is not None
+        status_line = reader.readline(MAX_LINE)
+        if not status_line:
+            raise ConnectionError("the Runtime API closed the connection")
+        status = int(status_line.split()[1])
+        headers: dict[str, str] = {}
+        while (line := reader.readline(MAX_LINE)).strip():
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while size := int(reader.readline(MAX_LINE).split(b";")[0], 16):
+                parts.append(reader.read(size))
+                reader.readline(MAX_LINE)
+            while reader.readline(MAX_LINE).strip():  # trailers
+                pass
+            body = b"".join(parts)
+        else:
+            body = reader.read(int(headers.get("content-length") or 0))
+        if headers.get("connection", "").lower() == "close":
+            self.drop()
+        return status, headers, body
+
+    def _post(self, path: str, body: bytes, headers: list[tuple[str, str]]) -> None:
         try:
-            conn.request("POST", PREFIX + path, body, headers)
-            conn.getresponse().read()
-        except (OSError, http.client.HTTPException):
+            self._socket().sendall(self._head("POST", path, [
+                *headers, ("Content-Length", str(len(body)))]) + body)
+            self._answer()
+        except (OSError, ValueError):
             self.drop()
 
-    def next(self) -> tuple[bytes, http.client.HTTPMessage]:
-        conn = self._connection()
+    def next(self) -> tuple[bytes, dict[str, str]]:
+        """The next invocation: its event and headers (lower-case names)."""
         try:
-            conn.request("GET", PREFIX + "/invocation/next")
-            response = conn.getresponse()
-            return response.read(), response.headers
-        except (OSError, http.client.HTTPException):
+            self._socket().sendall(self._head("GET", "/invocation/next", []))
+            status, headers, body = self._answer()
+        except (OSError, ValueError):
             self.drop()
             raise
+        if status != 200:
+            raise RuntimeError(f"/next answered {status}: {body[:200]!r}")
+        return body, headers
 
     def init_error(self, exc: BaseException) -> None:
         document = error_document(exc)
         self._post("/init/error", json.dumps(document).encode(),
-                   {"Content-Type": "application/json", ERROR_TYPE: "Runtime.InitError"})
+                   [("Content-Type", "application/json"), (ERROR_TYPE, "Runtime.InitError")])
 
     def invocation_error(self, request_id: str, exc: BaseException) -> None:
         self._post(f"/invocation/{request_id}/error", json.dumps(error_document(exc)).encode(),
-                   {"Content-Type": "application/json", ERROR_TYPE: "Unhandled"})
+                   [("Content-Type", "application/json"), (ERROR_TYPE, "Unhandled")])
 
     def stream(self, request_id: str, response: StreamedResponse, first: bytes,
                rest: Iterator[bytes]) -> None:
         """POST the streaming response: prelude + ``first``, then each chunk of ``rest`` as it
         comes; an exception from ``rest`` ends the stream with the error trailers. Raises
         :class:`CallerGone` when the connection fails (the caller went away)."""
-        conn = self._connection()
         try:
-            conn.putrequest("POST", f"{PREFIX}/invocation/{request_id}/response",
-                            skip_accept_encoding=True)
-            for name, value in (("Lambda-Runtime-Function-Response-Mode", "streaming"),
-                                ("Transfer-Encoding", "chunked"),
-                                ("Content-Type", CONTENT_TYPE),
-                                ("Trailer", f"{ERROR_TYPE}, {ERROR_BODY}")):
-                conn.putheader(name, value)
-            conn.endheaders()
-            send = conn.send
-            send(_chunk(prelude(response) + first))
+            send = self._socket().sendall
+            send(self._head("POST", f"/invocation/{request_id}/response", [
+                ("Lambda-Runtime-Function-Response-Mode", "streaming"),
+                ("Transfer-Encoding", "chunked"), ("Content-Type", CONTENT_TYPE),
+                ("Trailer", f"{ERROR_TYPE}, {ERROR_BODY}")])
+                 + _chunk(prelude(response) + first))
             trailers = b""
             while True:
                 try:
@@ -160,8 +197,8 @@ class RuntimeApi:
                 if data:
                     send(_chunk(data))
             send(b"0\r\n" + trailers + b"\r\n")
-            conn.getresponse().read()
-        except (OSError, http.client.HTTPException) as exc:
+            self._answer()
+        except (OSError, ValueError) as exc:
             self.drop()
             raise CallerGone(str(exc)) from exc
 
@@ -207,7 +244,7 @@ def serve(api: RuntimeApi, handle: Callable[[Any, Any], Any],
         served += 1
         context = Context(headers)
         request_id = context.aws_request_id
-        os.environ["_X_AMZN_TRACE_ID"] = headers.get("Lambda-Runtime-Trace-Id", "")
+        os.environ["_X_AMZN_TRACE_ID"] = headers.get("lambda-runtime-trace-id", "")
         chunks: Iterator[bytes] | None = None
         try:
             result = handle(json.loads(payload), context)

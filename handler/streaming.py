@@ -18,8 +18,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+
+from handler.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 CONTENT_TYPE = "application/vnd.awslambda.http-integration-response"
 DELIMITER = b"\0" * 8
