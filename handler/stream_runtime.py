@@ -224,7 +224,7 @@ def _log_error(exc: BaseException) -> None:
 
 
 def _log_shutdown(level: str, message: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"level": level, "message": message, **fields}) + "\n")
+    sys.stdout.write(json.dumps({"level": level.upper(), "message": message, **fields}) + "\n")
 
 
 def load_handler(name: str) -> Callable[[Any, Any], Any]:
