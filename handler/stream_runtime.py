@@ -187,7 +187,7 @@ class RuntimeApi:
             trailers = b""
             while True:
                 try:
-                    data = next(rest)
+                    data = _bytes(next(rest))
                 except StopIteration:
                     break
                 except Exception as exc:  # the handler failed mid-stream: Lambda's trailers
@@ -201,6 +201,13 @@ class RuntimeApi:
         except (OSError, ValueError) as exc:
             self.drop()
             raise CallerGone(str(exc)) from exc
+
+
+def _bytes(data: object) -> bytes:
+    """A chunk as the handler yielded it: bytes (or a bytes-like view), nothing else."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"a streamed chunk must be bytes, not {type(data).__name__}")
 
 
 def _chunk(data: bytes) -> bytes:
@@ -235,13 +242,10 @@ def load_handler(name: str) -> Callable[[Any, Any], Any]:
     return found
 
 
-def serve(api: RuntimeApi, handle: Callable[[Any, Any], Any],
-          invocations: int | None = None) -> None:
-    """Answer invocations until ``invocations`` have been served (None: forever)."""
-    served = 0
-    while invocations is None or served < invocations:
+def serve(api: RuntimeApi, handle: Callable[[Any, Any], Any]) -> None:
+    """Answer invocations, one after the other, for as long as the process lives."""
+    while True:
         payload, headers = api.next()
-        served += 1
         context = Context(headers)
         request_id = context.aws_request_id
         os.environ["_X_AMZN_TRACE_ID"] = headers.get("lambda-runtime-trace-id", "")
@@ -250,7 +254,7 @@ def serve(api: RuntimeApi, handle: Callable[[Any, Any], Any],
             result = handle(json.loads(payload), context)
             response = result if isinstance(result, StreamedResponse) else from_result(result)
             chunks = iter(response.chunks)
-            first = next(chunks, b"")  # a failure before any byte is a plain error
+            first = _bytes(next(chunks, b""))  # a failure before any byte is a plain error
         except Exception as exc:
             _close(chunks)
             _log_error(exc)

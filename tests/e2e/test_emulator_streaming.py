@@ -52,6 +52,8 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
         "Stream": _function("streams.tokens", STREAMING_URL),
         "Plain": _function("streams.buffered", STREAMING_URL),
         "Broken": _function("streams.broken_before", STREAMING_URL),
+        "WrongType": _function("streams.wrong_type", STREAMING_URL),
+        "Unloadable": _function("broken.handler", STREAMING_URL),
         "Echo": _function("fns.echo", {"AuthType": "NONE", "InvokeMode": "BUFFERED"}),
     }}))
     emulator = Emulator(template, port=0, log=None, concurrency=1)
@@ -136,6 +138,25 @@ def test_an_error_before_the_first_byte_is_a_plain_function_error(emu: Emulator)
     complete = events[0]["InvokeComplete"]
     assert complete["ErrorCode"] == "ValueError"
     assert json.loads(complete["ErrorDetails"])["errorMessage"] == "no stream at all"
+
+
+def test_a_chunk_that_is_not_bytes_fails_the_stream_not_the_runtime(emu: Emulator) -> None:
+    events = list(lambda_client(emu.url).invoke_with_response_stream(
+        FunctionName="WrongType", Payload=b"{}")["EventStream"])
+    assert events[-1]["InvokeComplete"]["ErrorCode"] == "TypeError"
+    conn, response = _open(emu, "WrongType", "")  # the same environment serves again
+    with contextlib.closing(conn), pytest.raises(http.client.IncompleteRead):
+        response.read()
+    assert len({r.environment_id for r in emu.records("WrongType")}) == 1
+
+
+def test_an_init_error_in_streaming_mode_is_reported_as_awslambdaric_reports_it(
+        emu: Emulator) -> None:
+    answer = lambda_client(emu.url).invoke(FunctionName="Unloadable")
+    assert answer["FunctionError"] == "Unhandled"
+    document = json.loads(answer["Payload"].read())
+    assert document["errorType"] == "RuntimeError"
+    assert document["errorMessage"] == "cannot initialise: model missing"
 
 
 def test_a_client_that_goes_away_frees_the_environment(emu: Emulator, tmp_path: Path) -> None:

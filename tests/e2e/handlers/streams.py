@@ -66,3 +66,8 @@ def buffered(event: dict[str, Any], context: Any) -> Any:
 
 def broken_before(event: dict[str, Any], context: Any) -> Any:
     raise ValueError("no stream at all")
+
+
+def wrong_type(event: dict[str, Any], context: Any) -> StreamedResponse:
+    """A chunk that is not bytes after the first one."""
+    return StreamedResponse(200, {}, iter([b"ok ", "not bytes"]))  # type: ignore[list-item]
