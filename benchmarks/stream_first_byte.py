@@ -35,7 +35,7 @@ from onnx_lambda.stats import DEFINITION, summary
 PAUSE_S = 0.002  # between chunks: each reaches the client on its own
 GOAL_MS = 2.0
 HANDLER = "benchmarks.stream_first_byte.stamped"  # (not __name__: "__main__" under -m)
-_URL = re.compile(r"function URL: (http://\S+?)/?$", re.MULTILINE)
+_URL = re.compile(r"function URL: (http://[^\s/]+)")
 
 
 def stamped(event: dict[str, Any], context: Any) -> Any:

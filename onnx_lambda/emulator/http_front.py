@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 from onnx_lambda.emulator import apigw, response_stream
 from onnx_lambda.emulator.http11 import OWN_HEADERS, Request, Response
-from onnx_lambda.emulator.http_stream import BodyStream
+from onnx_lambda.emulator.http_stream import BodyStream, StreamBroken
 from onnx_lambda.emulator.limits import (
     HTTP_API_TIMEOUT_S,
     LAMBDA_SYNC_PAYLOAD_BYTES,
@@ -196,6 +196,13 @@ async def _call_streaming(invoke: StreamInvoker, function: str, event: dict[str,
             await done
             return _send(apigw.gateway_error("2.0"), request_id)
         status, headers = response_stream.prelude_head(document)
+    if status in (204, 304):  # no body allowed (RFC 9110): whatever comes is dropped
+        try:
+            async for _ in response_stream.relay(first, chunks, started.body, done):
+                pass
+        except (response_stream.FunctionFailed, StreamBroken):
+            return _send(apigw.gateway_error("2.0"), request_id)
+        return _send(apigw.HttpResponse(status, headers, b""), request_id)
     response = _send(apigw.HttpResponse(status, headers, b""), request_id)
     response.stream = response_stream.relay(first, chunks, started.body, done)
     return response

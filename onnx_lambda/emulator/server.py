@@ -167,7 +167,8 @@ class Emulator:
                              f"{pool.limit * processes} concurrent invocations")
             lines.append(f"    invoke: POST {self.url}{PATH.format(name=name)}")
             if name in self.function_urls:
-                lines.append(f"    function URL: {self.function_urls[name]}/")
+                mode = " (RESPONSE_STREAM: handler.stream_runtime)" if spec.streaming else ""
+                lines.append(f"    function URL: {self.function_urls[name]}/{mode}")
         for route in self.routes:
             path = "/*" if route.path == "$default" else route.path
             lines.append(f"  {route.method:6} {self.url}{path}  -> {route.function}")

@@ -186,6 +186,16 @@ def test_a_buffered_answer_in_streaming_mode_is_one_chunk(emu: Emulator) -> None
         assert response.headers.get_all("Set-Cookie") == ["a=1", "b=2"]
 
 
+def test_a_streamed_204_has_no_body(emu: Emulator) -> None:
+    conn, response = _open(emu, "Plain", "status=204")
+    with contextlib.closing(conn):
+        assert response.status == 204 and response.read() == b""
+        assert response.getheader("Transfer-Encoding") is None
+    conn, response = _open(emu, "Plain", "")  # the connection and the environment go on
+    with contextlib.closing(conn):
+        assert response.status == 201
+
+
 def test_plain_invoke_gets_a_stream_whole(emu: Emulator) -> None:
     """Lambda buffers a streaming runtime's answer for a buffered Invoke."""
     answer = lambda_client(emu.url).invoke(FunctionName="Stream", Payload=b'{"n": 2}')

@@ -59,7 +59,9 @@ def tokens(event: dict[str, Any], context: Any) -> StreamedResponse:
 
 
 def buffered(event: dict[str, Any], context: Any) -> Any:
-    """A plain answer: sent as one chunk by the streaming runtime."""
+    """A plain answer: sent as one chunk by the streaming runtime (``status`` may change it)."""
+    if "status" in _params(event):
+        return {"statusCode": int(_params(event)["status"]), "body": "dropped"}
     return {"statusCode": 201, "headers": {"content-type": "application/json"},
             "body": '{"buffered": true}', "cookies": ["a=1", "b=2"]}
 
