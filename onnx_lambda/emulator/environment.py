@@ -3,8 +3,10 @@
 
 Lifecycle: ``start()`` spawns the child (cold start begins); the runtime's first ``/next``
 ends init (``init_ms``); each ``invoke()`` hands one invocation to the waiting ``/next``
-and returns when the runtime posts ``/response`` or ``/error``. The function timeout, the
-memory limit (polled peak RSS of the process tree) and an unexpected exit all end in
+and returns when the runtime posts ``/response`` or ``/error`` (a streamed ``/response``:
+when its body ends, the caller reading it meanwhile through ``Invocation.on_stream``). The
+function timeout, the memory limit (polled peak RSS of the process tree) and an unexpected
+exit all end in
 :meth:`Environment._on_exit`, which fails the current invocation with Lambda's error
 payload; a dead environment is never reused.
 
@@ -43,7 +45,7 @@ from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.http11 import HttpServer
 from onnx_lambda.emulator.http_stream import BodyStream
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
-from onnx_lambda.emulator.runtime_api import read_whole, runtime_api_server, stream_outcome
+from onnx_lambda.emulator.runtime_api import read_whole, runtime_api_server, stream_ended
 from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
 from onnx_lambda.emulator.template import FunctionSpec
 
@@ -68,8 +70,7 @@ class Invocation:
     deadline_ms: int = 0
     delivered_at: float | None = None
     log: list[str] = field(default_factory=list)
-    # called when the runtime starts a streaming response (content type, body); None: a
-    # buffered invocation, which gets the streamed bytes whole, as Lambda buffers them
+    # called when the runtime starts a streaming response (content type, body); None: buffered
     on_stream: Callable[[str, BodyStream], None] | None = None
 
 
@@ -126,7 +127,6 @@ class Environment:
         self._api: HttpServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        # streamed responses to buffered invocations, being read whole
         self._streams: set[asyncio.Task[tuple[bytes, str | None]]] = set()
         self.exited = asyncio.Event()
 
@@ -278,25 +278,20 @@ class Environment:
         entry = self._current.get(request_id)
         if entry is None or entry[1].done():
             return f"Invalid request ID: {request_id}"
-        invocation = entry[0]
-        if invocation.on_stream is None:
-            task = self._loop.create_task(read_whole(body))  # as Lambda buffers it
-            self._streams.add(task)
-            task.add_done_callback(lambda done: self._buffered_stream(request_id, done))
-            return None
-        invocation.on_stream(content_type, body)
-        body.ended.add_done_callback(lambda _: self._stream_ended(request_id, body))
+        if entry[0].on_stream is None:  # a buffered invocation: read whole, as Lambda does
+            task = self._loop.create_task(read_whole(body))
+        else:
+            entry[0].on_stream(content_type, body)
+            task = self._loop.create_task(stream_ended(body))
+        self._streams.add(task)
+        task.add_done_callback(lambda done: self._stream_done(request_id, done))
         return None
 
-    def _buffered_stream(self, request_id: str,
-                         done: asyncio.Task[tuple[bytes, str | None]]) -> None:
+    def _stream_done(self, request_id: str, done: asyncio.Task[tuple[bytes, str | None]],
+                     ) -> None:
         self._streams.discard(done)
-        if not done.cancelled() and self._kill_reason is None:
+        if not done.cancelled() and self._kill_reason is None:  # else the exit says why
             self.complete(request_id, *done.result())
-
-    def _stream_ended(self, request_id: str, body: BodyStream) -> None:
-        if self._kill_reason is None:  # else the exit reports why (timeout, memory)
-            self.complete(request_id, *stream_outcome(body))
 
     def init_failed(self, body: bytes, error_type: str | None) -> None:
         self._init_error = (body, _error_type(body, error_type or "Runtime.Unknown"))

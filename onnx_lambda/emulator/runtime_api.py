@@ -101,6 +101,12 @@ def stream_outcome(body: BodyStream) -> tuple[bytes, str | None]:
         error_type
 
 
+async def stream_ended(body: BodyStream) -> tuple[bytes, str | None]:
+    """How a streamed response relayed to its caller ended (:func:`stream_outcome`)."""
+    await body.ended
+    return stream_outcome(body)
+
+
 async def read_whole(body: BodyStream) -> tuple[bytes, str | None]:
     """A streamed response read whole, for a buffered invocation: ``(payload, error_type)``
     (Lambda buffers a stream up to its synchronous response limit)."""
