@@ -36,8 +36,9 @@ PRELUDE = (b'{"statusCode":200,"headers":{"content-type":"text/plain","x-stream"
 STREAMING_URL = {"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM"}
 
 
-def _function(handler: str, url: dict[str, str] | None) -> dict[str, Any]:
-    properties: dict[str, Any] = {"CodeUri": str(HANDLERS), "Handler": handler, "Timeout": 30}
+def _function(handler: str, url: dict[str, str] | None, timeout: int = 30) -> dict[str, Any]:
+    properties: dict[str, Any] = {"CodeUri": str(HANDLERS), "Handler": handler,
+                                  "Timeout": timeout}
     if url:
         properties["FunctionUrlConfig"] = url
     return {"Type": "AWS::Serverless::Function", "Properties": properties}
@@ -54,6 +55,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
         "Broken": _function("streams.broken_before", STREAMING_URL),
         "WrongType": _function("streams.wrong_type", STREAMING_URL),
         "Unloadable": _function("broken.handler", STREAMING_URL),
+        "Short": _function("streams.tokens", STREAMING_URL, timeout=1),
         "Echo": _function("fns.echo", {"AuthType": "NONE", "InvokeMode": "BUFFERED"}),
     }}))
     emulator = Emulator(template, port=0, log=None, concurrency=1)
@@ -157,6 +159,15 @@ def test_an_init_error_in_streaming_mode_is_reported_as_awslambdaric_reports_it(
     document = json.loads(answer["Payload"].read())
     assert document["errorType"] == "RuntimeError"
     assert document["errorMessage"] == "cannot initialise: model missing"
+
+
+def test_the_function_timeout_ends_a_stream_with_sandbox_timedout(emu: Emulator) -> None:
+    events = list(lambda_client(emu.url).invoke_with_response_stream(
+        FunctionName="Short", Payload=b'{"forever": 1}')["EventStream"])
+    assert events[0]["PayloadChunk"]["Payload"].startswith(PRELUDE + b"tok0 ")
+    complete = events[-1]["InvokeComplete"]
+    assert complete["ErrorCode"] == "Sandbox.Timedout"
+    assert "Task timed out after 1.00 seconds" in complete["ErrorDetails"]
 
 
 def test_a_client_that_goes_away_frees_the_environment(emu: Emulator, tmp_path: Path) -> None:
