@@ -21,7 +21,6 @@ chunk; the stream's own content type is the response's ``Content-Type``
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -170,17 +169,24 @@ async def _invoke_streaming(target: Target, payload: bytes, client_context: str 
         content_type, first, chunks = started.content_type, b"", aiter(started.body)
 
     async def events() -> AsyncIterator[bytes]:
+        too_large: response_stream.StreamTooLarge | None = None
         try:
             if first:
                 yield response_stream.payload_chunk(first)
-            if chunks is not None:
-                with contextlib.suppress(StreamBroken):  # reported by InvokeComplete
-                    async for data in chunks:
+            if chunks is not None and started is not None:
+                try:
+                    async for data in response_stream.capped(chunks, started.body):
                         yield response_stream.payload_chunk(data)
+                except StreamBroken:  # the runtime's own error: InvokeComplete says which
+                    pass
+                except response_stream.StreamTooLarge as exc:
+                    too_large = exc
             result = await done
-            error = result.error_type
+            error, details = result.error_type, result.payload.decode(errors="replace")
+            if too_large is not None:
+                error, details = too_large.error_type, str(too_large)
             yield response_stream.invoke_complete(
-                error, result.payload.decode(errors="replace") if error else None,
+                error, details if error else None,
                 log_tail(result.record, result.log) if tail else None)
         finally:
             if started is not None:

@@ -12,8 +12,11 @@ before the first byte). The caller then relays the body as it comes:
   ``InvokeComplete`` (``ErrorCode``, ``ErrorDetails``, ``LogResult``), in the
   ``application/vnd.amazon.eventstream`` encoding botocore's ``EventStream`` reads.
 
-A caller that goes away closes the relay: the runtime's response connection is dropped (its
-write fails, the handler's generator is closed) and the environment serves the next request.
+Both relay through :func:`capped`: Lambda's 200 MB per streamed response, and its bandwidth
+cap past the first 6 MB (2 MB/s). A caller that goes away closes the relay: the runtime's
+response connection is dropped (its write fails, the handler's generator is closed) and the
+environment serves the next request (AWS does not interrupt a stream whose caller left: see
+docs/explanation/emulator.md, "Response streaming").
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NamedTuple
 
 from onnx_lambda.emulator.http_stream import BodyStream
+from onnx_lambda.emulator.limits import (
+    LAMBDA_STREAM_BURST_BYTES,
+    LAMBDA_STREAM_BYTES_PER_S,
+    LAMBDA_STREAM_RESPONSE_BYTES,
+)
 from onnx_lambda.emulator.pool import InvokeResult
 
 HTTP_INTEGRATION = "application/vnd.awslambda.http-integration-response"
@@ -42,6 +50,32 @@ class Started(NamedTuple):
 
 class BadPrelude(Exception):
     """The stream's HTTP integration prelude is missing or malformed."""
+
+
+class StreamTooLarge(Exception):
+    """Past Lambda's streamed response limit: the stream was cut there."""
+
+    error_type = "Function.ResponseSizeTooLarge"
+
+
+async def capped(chunks: AsyncIterator[bytes], body: BodyStream, sent: int = 0,
+                 ) -> AsyncIterator[bytes]:
+    """``chunks`` at the pace Lambda streams them (uncapped for the first 6 MB, then 2 MB/s)
+    and up to its 200 MB; ``sent``: bytes already relayed (the prelude)."""
+    loop = asyncio.get_running_loop()
+    capped_from: float | None = None
+    async for data in chunks:
+        sent += len(data)
+        if sent > LAMBDA_STREAM_RESPONSE_BYTES:
+            body.abort()
+            raise StreamTooLarge(f"the streamed response passed {LAMBDA_STREAM_RESPONSE_BYTES} "
+                                 "bytes")
+        if sent > LAMBDA_STREAM_BURST_BYTES:
+            capped_from = loop.time() if capped_from is None else capped_from
+            due = capped_from + (sent - LAMBDA_STREAM_BURST_BYTES) / LAMBDA_STREAM_BYTES_PER_S
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
+        yield data
 
 
 async def invoke_streaming(invoke: Callable[[Callable[[str, BodyStream], None]],
@@ -101,7 +135,7 @@ async def relay(first: bytes, chunks: AsyncIterator[bytes], body: BodyStream,
     try:
         if first:
             yield first
-        async for data in chunks:
+        async for data in capped(chunks, body, len(first)):
             yield data
         result = await done
         if result.error_type is not None:

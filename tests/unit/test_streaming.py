@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -135,3 +135,37 @@ def test_a_body_stream_hands_over_pieces_pauses_its_sender_and_reports_a_cut() -
     got, complete = asyncio.run(run())
     assert [len(piece) for piece in got] == [HIGH_WATER + 1, 1] and complete is False
     assert "abort" not in calls
+
+
+def test_the_relay_holds_lambdas_pace_past_the_burst_and_cuts_at_the_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Uncapped for the burst, then at most the rate (the delays asked of the loop, no clock
+    read here), and cut off past the limit with the sender's connection dropped."""
+    monkeypatch.setattr(response_stream, "LAMBDA_STREAM_BURST_BYTES", 10)
+    monkeypatch.setattr(response_stream, "LAMBDA_STREAM_BYTES_PER_S", 100)
+    monkeypatch.setattr(response_stream, "LAMBDA_STREAM_RESPONSE_BYTES", 60)
+    slept: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        slept.append(delay)
+
+    aborted: list[bool] = []
+
+    class Body:
+        def abort(self) -> None:
+            aborted.append(True)
+
+    async def run() -> list[bytes]:
+        monkeypatch.setattr(asyncio, "sleep", sleep)
+        got: list[bytes] = []
+        with pytest.raises(response_stream.StreamTooLarge):
+            async for data in response_stream.capped(
+                    _chunks(*[b"x" * 10] * 7), cast(Any, Body())):
+                got.append(data)
+        return got
+
+    got = asyncio.run(run())
+    assert len(got) == 6 and aborted == [True]  # 60 bytes went, the 7th chunk passed 60
+    # the sleeps take no time here: each chunk past the burst waits for all it is owed,
+    # (bytes past the burst) / rate since the cap began (a test's run takes well under 0.1 s)
+    assert slept == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5], abs=0.05)
