@@ -20,8 +20,9 @@ and the API reference, https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api
 
 HANDLER (``module.function``; default ``handler.app.stream_handler``, also read from
 ``_HANDLER`` when no argument is given) returns a :class:`~handler.streaming.StreamedResponse`
-or a buffered answer (sent as one chunk). When the caller goes away mid-stream the response
-connection fails: the chunk generator is closed, so whatever holds state (a generation's KV
+or a buffered answer (sent as one chunk). When the response connection fails mid-stream (the
+local emulator drops it when its caller goes away; Lambda itself streams on and bills the
+full duration), the chunk generator is closed, so whatever holds state (a generation's KV
 cache) is freed, and the loop takes the next invocation.
 """
 
