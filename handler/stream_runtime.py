@@ -270,9 +270,14 @@ def serve(api: RuntimeApi, handle: Callable[[Any, Any], Any]) -> None:
 
 
 def _close(chunks: Iterator[bytes] | None) -> None:
+    """Close the handler's generator (its ``finally`` frees what it holds); a failure there
+    is logged, never the runtime's end."""
     close = getattr(chunks, "close", None)
     if close is not None:
-        close()
+        try:
+            close()
+        except Exception as exc:
+            _log_error(exc)
 
 
 def main(argv: list[str]) -> int:
