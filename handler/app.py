@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from handler.streaming import StreamedResponse
+
 bundle.install()  # our modules' bytecode from one file, when the image wrote one (timed too)
 from handler.bootstrap import create  # noqa: E402  (the handler modules: timed)
 from handler.lifecycle import stop_cleanly_on_sigterm  # noqa: E402
@@ -57,3 +59,8 @@ SERVICE.telemetry.log("info", "initialized", model=SERVICE.model.name,
 
 def handler(event: dict[str, Any], context: object) -> object:
     return SERVICE(event, context)
+
+
+def stream_handler(event: dict[str, Any], context: object) -> StreamedResponse:
+    """The handler of response-streaming mode (``python -m handler.stream_runtime``)."""
+    return SERVICE.stream(event, context)

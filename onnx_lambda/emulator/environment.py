@@ -3,8 +3,10 @@
 
 Lifecycle: ``start()`` spawns the child (cold start begins); the runtime's first ``/next``
 ends init (``init_ms``); each ``invoke()`` hands one invocation to the waiting ``/next``
-and returns when the runtime posts ``/response`` or ``/error``. The function timeout, the
-memory limit (polled peak RSS of the process tree) and an unexpected exit all end in
+and returns when the runtime posts ``/response`` or ``/error`` (a streamed ``/response``:
+when its body ends, the caller reading it meanwhile through ``Invocation.on_stream``). The
+function timeout, the memory limit (polled peak RSS of the process tree) and an unexpected
+exit all end in
 :meth:`Environment._on_exit`, which fails the current invocation with Lambda's error
 payload; a dead environment is never reused.
 
@@ -41,8 +43,9 @@ from dataclasses import dataclass, field
 
 from onnx_lambda.emulator import ids
 from onnx_lambda.emulator.http11 import HttpServer
+from onnx_lambda.emulator.http_stream import BodyStream
 from onnx_lambda.emulator.limits import CpuLimiter, PeakRss, die_with_parent, tree_pids
-from onnx_lambda.emulator.runtime_api import runtime_api_server
+from onnx_lambda.emulator.runtime_api import read_whole, runtime_api_server, stream_ended
 from onnx_lambda.emulator.runtime_launch import lambda_environment, runtime_command
 from onnx_lambda.emulator.template import FunctionSpec
 
@@ -67,6 +70,8 @@ class Invocation:
     deadline_ms: int = 0
     delivered_at: float | None = None
     log: list[str] = field(default_factory=list)
+    # called when the runtime starts a streaming response (content type, body); None: buffered
+    on_stream: Callable[[str, BodyStream], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Environment:
         self._api: HttpServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._streams: set[asyncio.Task[tuple[bytes, str | None]]] = set()
         self.exited = asyncio.Event()
 
     @property
@@ -267,6 +273,25 @@ class Environment:
             # the runtime client does not survive the 413 (an LMI worker logs it, goes on)
             self.kill("response-too-large")
         return None
+
+    def stream(self, request_id: str, content_type: str, body: BodyStream) -> str | None:
+        entry = self._current.get(request_id)
+        if entry is None or entry[1].done():
+            return f"Invalid request ID: {request_id}"
+        if entry[0].on_stream is None:  # a buffered invocation: read whole, as Lambda does
+            task = self._loop.create_task(read_whole(body))
+        else:
+            entry[0].on_stream(content_type, body)
+            task = self._loop.create_task(stream_ended(body))
+        self._streams.add(task)
+        task.add_done_callback(lambda done: self._stream_done(request_id, done))
+        return None
+
+    def _stream_done(self, request_id: str, done: asyncio.Task[tuple[bytes, str | None]],
+                     ) -> None:
+        self._streams.discard(done)
+        if not done.cancelled() and self._kill_reason is None:  # else the exit says why
+            self.complete(request_id, *done.result())
 
     def init_failed(self, body: bytes, error_type: str | None) -> None:
         self._init_error = (body, _error_type(body, error_type or "Runtime.Unknown"))

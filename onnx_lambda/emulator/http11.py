@@ -48,8 +48,12 @@ class HttpServer:
 
     def __init__(self, handler: Handler, *, refusal: Callable[[int, str], Response],
                  limits: ServerLimits | None = None,
-                 cancel_on_disconnect: bool = True) -> None:
+                 cancel_on_disconnect: bool = True,
+                 streams_body: Callable[[str, list[tuple[bytes, bytes]]], bool] | None = None,
+                 ) -> None:
         self.handler = handler
+        # (path, raw headers) -> hand the request over with its head, its body as a stream
+        self.streams_body = streams_body
         self.limits = limits or ServerLimits()
         self.refusal = refusal
         self.cancel_on_disconnect = cancel_on_disconnect
@@ -69,17 +73,17 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening and drop every connection (as a client disconnect would)."""
-        if self._server is None:
+        server, self._server = self._server, None  # (two closes may overlap: one does it)
+        if server is None:
             return
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        self._server.close()
+        server.close()
         for connection in list(self.connections):
             connection.close()
-        await self._server.wait_closed()
-        self._server = None
+        await server.wait_closed()
 
     # -- called by connections -----------------------------------------------------------
     def admit(self, connection: Connection) -> bool:

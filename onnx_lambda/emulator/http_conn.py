@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, cast
 
 import httptools
 
+from onnx_lambda.emulator.http_stream import BodyStream
 from onnx_lambda.emulator.http_types import Request, Response, encode_response
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ class Connection(asyncio.Protocol):
         self._held_input: memoryview | None = None  # unparsed input while reading is paused
         self._reading_paused = False
         self._writing_paused = False
+        self._writable: asyncio.Future[None] | None = None  # resolved by resume_writing
+        self._streaming: BodyStream | None = None  # the request body being streamed
+        self._trailers: list[tuple[bytes, bytes]] = []
+        self._sending_stream = False  # the task answering is writing a streamed response
         self.deadline = 0.0  # loop time at which the connection expires (0: never)
         self.last_active = self._loop.time()
 
@@ -92,8 +97,12 @@ class Connection(asyncio.Protocol):
         self._transport = None
         self._ready.clear()
         self._release(self._held)
-        if self._task is not None and self._server.cancel_on_disconnect:
-            self._task.cancel()  # nobody is left to answer
+        if self._streaming is not None:
+            self._streaming.fail()
+            self._streaming = None
+        if self._task is not None and (self._server.cancel_on_disconnect
+                                       or self._sending_stream):
+            self._task.cancel()  # nobody is left to answer (or to read the stream)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -107,6 +116,8 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
         self._answer_next()
 
     def close(self) -> None:
@@ -179,7 +190,10 @@ class Connection(asyncio.Protocol):
         self._url += url  # may arrive in pieces (bounded by the head count)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name, value))
+        if self._streaming is not None:  # after the head of a streamed body: a trailer
+            self._trailers.append((name, value))
+        else:
+            self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self._head_open = False
@@ -202,8 +216,18 @@ class Connection(asyncio.Protocol):
         if expect and self._transport is not None:
             self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self._set_deadline(limits.body_timeout_s)
+        streams = self._server.streams_body
+        if streams is not None and streams(self._path, self._headers):
+            self._streaming = BodyStream(self.close, self._pause_reading, self._resume_soon)
+            self._trailers = []
+            self._ready.append((self._request(b"", self._streaming),
+                                self._parser.should_keep_alive()))
+            self.deadline = 0.0  # a stream may pause for as long as its producer thinks
 
     def on_body(self, body: bytes) -> None:
+        if self._streaming is not None:
+            self._streaming.feed(body)
+            return
         self._size += len(body)
         if self._size > self._limits.max_body:
             self._refuse(413, self._path)
@@ -217,13 +241,20 @@ class Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.deadline, self._in_message = 0.0, False
+        if self._streaming is not None:  # its request was handed over with the head
+            self._streaming.finish({name.decode("latin-1").lower(): value.decode("latin-1")
+                                    for name, value in self._trailers})
+            self._streaming = None
+            return
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-        self._ready.append((Request(
+        self._ready.append((self._request(body, None), self._parser.should_keep_alive()))
+        self._size = 0
+
+    def _request(self, body: bytes, stream: BodyStream | None) -> Request:
+        return Request(
             method=self._parser.get_method().decode("latin-1"), raw_path=self._path,
             raw_query=self._query.decode("latin-1"), raw_headers=self._headers, body=body,
-            version=self._parser.get_http_version(), peer=self._peer),
-            self._parser.should_keep_alive()))
-        self._size = 0
+            version=self._parser.get_http_version(), peer=self._peer, stream=stream)
 
     # -- answering -----------------------------------------------------------------------
     def _answer_next(self) -> None:
@@ -250,6 +281,9 @@ class Connection(asyncio.Protocol):
             if self._reading_paused and not self._writing_paused:
                 self._loop.call_soon(self._resume_reading)  # not recursively: a long pipeline
 
+    def _resume_soon(self) -> None:
+        self._loop.call_soon(self._resume_reading)
+
     def _resume_reading(self) -> None:
         if self._transport is None or not self._reading_paused or self._writing_paused:
             return
@@ -270,9 +304,47 @@ class Connection(asyncio.Protocol):
         except Exception as exc:
             response = self._failed(exc)
         if self._task is asyncio.current_task():  # else answered early: dropped
+            if response.stream is not None:
+                await self._send_stream(response, keep_alive)
             self._task = None
-            self._write(response, keep_alive)
+            if response.stream is None:
+                self._write(response, keep_alive)
             self._answer_next()
+
+    async def _send_stream(self, response: Response, keep_alive: bool) -> None:
+        """Send a streamed response: the head, then each piece as one chunk as it comes.
+        Cancelled when the client goes away; the iterator is closed either way."""
+        stream, transport = response.stream, self._transport
+        assert stream is not None
+        complete = False
+        self._sending_stream = True
+        try:
+            if transport is not None:
+                transport.write(encode_response(response, keep_alive))
+                async for data in stream:
+                    if data:
+                        transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+                    if self._writing_paused:  # the client reads slower than the producer
+                        self._writable = self._loop.create_future()
+                        await self._writable
+                complete = True
+        except asyncio.CancelledError:
+            pass  # the client went away (connection_lost)
+        except Exception:  # the producer failed: a cut-off body, never a complete one
+            pass
+        finally:
+            self._sending_stream = False
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+        if self._transport is None or transport is None:
+            return
+        if not complete:
+            transport.abort()
+            return
+        transport.write(b"0\r\n\r\n")
+        if not keep_alive:
+            self._end_output(transport)
 
     def _answer_early(self, task: asyncio.Task[None], response: Response,
                       keep_alive: bool) -> None:
@@ -296,13 +368,16 @@ class Connection(asyncio.Protocol):
             data = encode_response(self._failed(exc), keep_alive)
         transport.write(data)
         if not keep_alive:
-            self._refused = True  # nothing more is read from this connection
-            self._ready.clear()
-            if transport.can_write_eof():
-                transport.write_eof()  # the client reads the answer, then sees EOF
-                self.deadline = self._loop.time() + LINGER_S
-            else:
-                transport.close()
+            self._end_output(transport)
+
+    def _end_output(self, transport: asyncio.Transport) -> None:
+        self._refused = True  # nothing more is read from this connection
+        self._ready.clear()
+        if transport.can_write_eof():
+            transport.write_eof()  # the client reads the answer, then sees EOF
+            self.deadline = self._loop.time() + LINGER_S
+        else:
+            transport.close()
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _set_deadline(self, timeout_s: float | None) -> None:

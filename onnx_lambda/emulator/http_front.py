@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from onnx_lambda.emulator import apigw
+from onnx_lambda.emulator import apigw, response_stream
 from onnx_lambda.emulator.http11 import OWN_HEADERS, Request, Response
+from onnx_lambda.emulator.http_stream import BodyStream, StreamBroken
 from onnx_lambda.emulator.limits import (
     HTTP_API_TIMEOUT_S,
     LAMBDA_SYNC_PAYLOAD_BYTES,
@@ -29,6 +30,9 @@ from onnx_lambda.emulator.template import RouteSpec
 MAX_REQUEST_BYTES = LAMBDA_SYNC_PAYLOAD_BYTES  # the event, once built, must fit Lambda's limit
 
 Invoker = Callable[[str, bytes], Awaitable[InvokeResult]]
+# invoke(function, payload, on_stream): see FunctionPool.invoke
+StreamInvoker = Callable[[str, bytes, Callable[[str, BodyStream], None] | None],
+                         Awaitable[InvokeResult]]
 
 
 @dataclass(frozen=True)
@@ -162,17 +166,66 @@ def api_handler(routes: list[RouteSpec], invoke: Invoker,
     return handle
 
 
-def function_url_handler(function: str, invoke: Invoker,
+async def _call_streaming(invoke: StreamInvoker, function: str, event: dict[str, object],
+                          request_id: tuple[str, str]) -> Response:
+    """A Function URL in ``RESPONSE_STREAM`` mode: the prelude's status and headers as soon as
+    the runtime has sent them, then the body chunk by chunk. An error after the first byte
+    cuts the body off (the client never sees it complete); a client that goes away drops the
+    runtime's response connection (see :mod:`.response_stream`)."""
+    payload = json.dumps(event).encode()
+    if len(payload) > MAX_REQUEST_BYTES:
+        return _send(apigw.gateway_error("2.0", 413), request_id)
+    try:
+        started, done = await response_stream.invoke_streaming(
+            lambda on_stream: invoke(function, payload, on_stream))
+        if started is None:  # a buffered answer, or an error before any byte
+            result = await done
+    except Throttled:
+        return _send(apigw.gateway_error("2.0", 500), request_id)
+    if started is None:
+        if result.error_type is not None:
+            return _send(apigw.gateway_error("2.0"), request_id)
+        return _send(apigw.map_response("2.0", result.payload), request_id)
+    chunks = aiter(started.body)
+    status, headers, first = 200, [("Content-Type", started.content_type)], b""
+    if started.content_type == response_stream.HTTP_INTEGRATION:
+        try:
+            document, first = await response_stream.read_prelude(chunks)
+        except Exception:  # BadPrelude, or the stream broke before it
+            started.body.abort()
+            await done
+            return _send(apigw.gateway_error("2.0"), request_id)
+        status, headers = response_stream.prelude_head(document)
+    if status in (204, 304):  # no body allowed (RFC 9110): whatever comes is dropped
+        try:
+            async for _ in response_stream.relay(first, chunks, started.body, done):
+                pass
+        except (response_stream.FunctionFailed, StreamBroken):
+            return _send(apigw.gateway_error("2.0"), request_id)
+        return _send(apigw.HttpResponse(status, headers, b""), request_id)
+    response = _send(apigw.HttpResponse(status, headers, b""), request_id)
+    response.stream = response_stream.relay(first, chunks, started.body, done)
+    return response
+
+
+def function_url_handler(function: str, invoke: StreamInvoker, streaming: bool = False,
                          ) -> Callable[[Request], Awaitable[Response]]:
-    """The handler of one function's URL (every path, payload 2.0)."""
+    """The handler of one function's URL (every path, payload 2.0); ``streaming``: its
+    InvokeMode is RESPONSE_STREAM."""
     domain = apigw.function_url_domain(function)
+
+    async def buffered(name: str, payload: bytes) -> InvokeResult:
+        return await invoke(name, payload, None)
 
     async def handle(request: Request) -> Response:
         req = _read(request, request.raw_path)  # Function URLs keep the encoding
         event = apigw.http_api_event(req, route_key="$default", stage="$default",
                                      api_id=domain.split(".")[0], path_parameters=None,
                                      domain=domain, account_id="anonymous")
-        return await _call(request, invoke, function, event, "2.0", 900.0,
+        if streaming:
+            return await _call_streaming(invoke, function, event,
+                                         ("x-amzn-RequestId", req.request_id))
+        return await _call(request, buffered, function, event, "2.0", 900.0,
                            ("x-amzn-RequestId", req.request_id))
 
     return handle

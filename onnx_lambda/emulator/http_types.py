@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from onnx_lambda.emulator.http_stream import BodyStream
 
 _STATUS_LINES = {status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode())
                  for status in HTTPStatus}
@@ -28,6 +31,8 @@ class Request:
     peer: str  # the client's IP address
     # answer now, before the handler returns (its response is then dropped): a deadline
     answer_early: Callable[[Response], None] = lambda _response: None
+    # the body as it arrives (``body`` is then empty): see :mod:`.http_stream`
+    stream: BodyStream | None = None
 
     @property
     def path(self) -> str:
@@ -53,6 +58,8 @@ class Response:
     status: int = 200
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    # the body as it is produced, sent chunked (``body`` is then ignored): see :mod:`.http_stream`
+    stream: AsyncIterator[bytes] | None = None
 
 
 def json_response(document: Any, status: int = 200,
@@ -86,7 +93,10 @@ def encode_response(response: Response, keep_alive: bool) -> bytes:
     ``Connection``, so a handler's headers must not carry them (see ``OWN_HEADERS``)."""
     status, body = response.status, response.body
     head = [_STATUS_LINES.get(status) or b"HTTP/1.1 %d \r\n" % status, b"Date: ", _CLOCK.date()]
-    if status != 204:  # a 204 has no body, and so no length (RFC 9110)
+    if response.stream is not None:
+        head.append(b"\r\nTransfer-Encoding: chunked")
+        body = b""
+    elif status != 204:  # a 204 has no body, and so no length (RFC 9110)
         head.append(b"\r\nContent-Length: %d" % len(body))
     for name, value in response.headers:
         line = f"\r\n{name}: {value}"

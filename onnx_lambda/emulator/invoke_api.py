@@ -8,6 +8,14 @@ Enough of the real service for a ``boto3`` Lambda client (``endpoint_url``) to w
 ``X-Amz-Function-Error: Unhandled`` on function errors; ``X-Amz-Executed-Version``.
 Service errors use the JSON shape and ``x-amzn-ErrorType`` header botocore parses into
 ``client.exceptions.<Type>``.
+
+``InvokeWithResponseStream`` (``POST /2021-11-15/functions/{FunctionName}/
+response-streaming-invocations``, ``RequestResponse`` or ``DryRun``): 200 and an
+``application/vnd.amazon.eventstream`` body of ``PayloadChunk`` events, each sent as the runtime
+writes it, then ``InvokeComplete`` (``ErrorCode`` and ``ErrorDetails`` when the function failed,
+``LogResult`` with ``X-Amz-Log-Type: Tail``). A function that does not stream answers in one
+chunk; the stream's own content type is the response's ``Content-Type``
+(botocore's ``ResponseStreamContentType``).
 """
 
 from __future__ import annotations
@@ -15,13 +23,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from onnx_lambda.emulator import apigw, ids
+from onnx_lambda.emulator import apigw, ids, response_stream
 from onnx_lambda.emulator.http11 import Request, Response, json_response
+from onnx_lambda.emulator.http_stream import StreamBroken
 from onnx_lambda.emulator.limits import (
     LAMBDA_ASYNC_PAYLOAD_BYTES,
     LAMBDA_CLIENT_CONTEXT_BYTES,
@@ -32,7 +41,9 @@ from onnx_lambda.emulator.report import log_tail
 from onnx_lambda.emulator.runtime_launch import function_arn
 
 PATH = "/2015-03-31/functions/{name}/invocations"
+STREAM_PATH = "/2021-11-15/functions/{name}/response-streaming-invocations"
 _PATH = re.compile(re.escape(PATH).replace(re.escape("{name}"), "([^/]+)"))
+_STREAM_PATH = re.compile(re.escape(STREAM_PATH).replace(re.escape("{name}"), "([^/]+)"))
 MAX_SYNC_BYTES = LAMBDA_SYNC_PAYLOAD_BYTES
 MAX_EVENT_BYTES = LAMBDA_ASYNC_PAYLOAD_BYTES
 _UNPARSABLE = "Could not parse request body into json: Could not parse payload into json: "
@@ -60,8 +71,11 @@ class ServiceError(Exception):
 
 
 def invoked_function(request: Request) -> str | None:
-    """The ``FunctionName`` of an Invoke API request, or None for any other request."""
-    found = _PATH.fullmatch(request.path) if request.method == "POST" else None
+    """The ``FunctionName`` of an Invoke API request (``Invoke`` or
+    ``InvokeWithResponseStream``), or None for any other request."""
+    if request.method != "POST":
+        return None
+    found = _PATH.fullmatch(request.path) or _STREAM_PATH.fullmatch(request.path)
     return found.group(1) if found else None
 
 
@@ -99,7 +113,9 @@ def invoke_handler(pools: dict[str, FunctionPool],
         qualifier = parse_qs(request.raw_query).get("Qualifier") if request.raw_query else None
         target = resolve_target(pools, function_name, qualifier[0] if qualifier else None)
         kind = request.header("X-Amz-Invocation-Type", "RequestResponse")
-        if kind not in ("RequestResponse", "Event", "DryRun"):
+        streamed = _STREAM_PATH.fullmatch(request.path) is not None
+        if kind not in ("RequestResponse", "DryRun") if streamed else kind not in (
+                "RequestResponse", "Event", "DryRun"):
             raise ServiceError(400, "InvalidParameterValueException",
                                f"Unsupported invocation type: {kind}")
         payload = request.body or b"{}"
@@ -116,11 +132,14 @@ def invoke_handler(pools: dict[str, FunctionPool],
             target.pool.invoke_event(payload, qualifier=target.qualifier,
                                      version=target.version)
             return Response(202, b"", headers)
-        client_context = request.header("X-Amz-Client-Context")
+        client_context = decode_client_context(request.header("X-Amz-Client-Context"))
+        tail = request.header("X-Amz-Log-Type") == "Tail"
         try:
+            if streamed:
+                return await _invoke_streaming(target, payload, client_context, headers, tail)
             result = await target.pool.invoke(payload, qualifier=target.qualifier,
                                               version=target.version,
-                                              client_context=decode_client_context(client_context))
+                                              client_context=client_context)
         except Throttled as exc:
             raise ServiceError(429, "TooManyRequestsException", "Rate Exceeded.",
                                Reason="ReservedFunctionConcurrentInvocationLimitExceeded",
@@ -128,11 +147,52 @@ def invoke_handler(pools: dict[str, FunctionPool],
         headers.append(("Content-Type", "application/json"))
         if result.error_type is not None:
             headers.append(("X-Amz-Function-Error", "Unhandled"))
-        if request.header("X-Amz-Log-Type") == "Tail":
+        if tail:
             headers.append(("X-Amz-Log-Result", log_tail(result.record, result.log)))
         return Response(200, result.payload, headers)
 
     return handle
+
+
+async def _invoke_streaming(target: Target, payload: bytes, client_context: str | None,
+                            headers: list[tuple[str, str]], tail: bool) -> Response:
+    started, done = await response_stream.invoke_streaming(
+        lambda on_stream: target.pool.invoke(
+            payload, qualifier=target.qualifier, version=target.version,
+            client_context=client_context, on_stream=on_stream))
+    if started is None:
+        result = await done  # Throttled, raised here, is the caller's 429
+        content_type = "application/json"
+        first = b"" if result.error_type is not None else result.payload
+        chunks: AsyncIterator[bytes] | None = None
+    else:
+        content_type, first, chunks = started.content_type, b"", aiter(started.body)
+
+    async def events() -> AsyncIterator[bytes]:
+        too_large: response_stream.StreamTooLarge | None = None
+        try:
+            if first:
+                yield response_stream.payload_chunk(first)
+            if chunks is not None and started is not None:
+                try:
+                    async for data in response_stream.capped(chunks, started.body):
+                        yield response_stream.payload_chunk(data)
+                except StreamBroken:  # the runtime's own error: InvokeComplete says which
+                    pass
+                except response_stream.StreamTooLarge as exc:
+                    too_large = exc
+            result = await done
+            error, details = result.error_type, result.payload.decode(errors="replace")
+            if too_large is not None:
+                error, details = too_large.error_type, str(too_large)
+            yield response_stream.invoke_complete(
+                error, details if error else None,
+                log_tail(result.record, result.log) if tail else None)
+        finally:
+            if started is not None:
+                started.body.abort()  # the caller went away: a no-op once the stream ended
+
+    return Response(200, b"", [*headers, ("Content-Type", content_type)], stream=events())
 
 
 def _reject_constant(name: str) -> None:
@@ -185,7 +245,7 @@ def decode_client_context(value: str | None) -> str | None:
 def refusal(status: int, path: str) -> Response:
     """The front server's refusals: Lambda's error shape on the Invoke API's path, API
     Gateway's elsewhere."""
-    if status == 413 and _PATH.fullmatch(path):
+    if status == 413 and (_PATH.fullmatch(path) or _STREAM_PATH.fullmatch(path)):
         return ServiceError(413, "RequestTooLargeException",
                             f"Request must be smaller than {MAX_SYNC_BYTES} bytes for the "
                             "InvokeFunction operation").response(ids.request_id())

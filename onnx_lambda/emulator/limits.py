@@ -43,6 +43,12 @@ REST_API_TIMEOUT_S = 29.0
 LAMBDA_SYNC_PAYLOAD_BYTES = 6_291_456
 LAMBDA_ASYNC_PAYLOAD_BYTES = 1_048_576
 LAMBDA_SYNC_RESPONSE_BYTES = 6_291_556
+# "Response streaming for Lambda functions" (AWS docs): "payloads up to 200 MB"; "The first
+# 6 MB of your function's response payload has uncapped bandwidth. After this initial burst,
+# Lambda streams your response at a maximum rate of 2 MBps."
+LAMBDA_STREAM_RESPONSE_BYTES = 200 * 1024 * 1024
+LAMBDA_STREAM_BURST_BYTES = 6 * 1024 * 1024
+LAMBDA_STREAM_BYTES_PER_S = 2 * 1024 * 1024
 # "Invoke" (Lambda API reference): "ClientContext: up to 3,583 bytes of base64-encoded data"
 LAMBDA_CLIENT_CONTEXT_BYTES = 3_583
 # ours: the HTTP API quota page documents no idle connection timeout; 310 s is the figure

@@ -36,6 +36,7 @@ from onnx_lambda.emulator.environment import (
     Invocation,
     Outcome,
 )
+from onnx_lambda.emulator.http_stream import BodyStream
 from onnx_lambda.emulator.limits import CpuLimiter
 from onnx_lambda.emulator.report import InvocationRecord, billed_ms, start_line
 from onnx_lambda.emulator.runtime_launch import function_arn
@@ -120,11 +121,14 @@ class FunctionPool:
     # -- invocations -------------------------------------------------------------------
     async def invoke(self, payload: bytes, *, qualifier: str | None = None,
                      version: str = "$LATEST", client_context: str | None = None,
+                     on_stream: Callable[[str, BodyStream], None] | None = None,
                      ) -> InvokeResult:
-        """Run one synchronous invocation; raises :class:`Throttled` at the limit."""
+        """Run one synchronous invocation; raises :class:`Throttled` at the limit.
+        ``on_stream(content_type, body)``: called when the runtime starts a streaming response
+        (the result comes when it has ended); without it a stream is buffered."""
         env = self._acquire()
         try:
-            return await self._run(env, payload, qualifier, version, client_context)
+            return await self._run(env, payload, qualifier, version, client_context, on_stream)
         finally:
             self._release(env)
 
@@ -144,16 +148,17 @@ class FunctionPool:
                     queue = self._waiting.appendleft  # beaten to it: stay first in line
                     await waiter  # woken by _release
             try:
-                await self._run(env, payload, qualifier, version, None)
+                await self._run(env, payload, qualifier, version, None, None)
             finally:
                 self._release(env)
 
         self._spawn(run())
 
     async def _run(self, env: Environment, payload: bytes, qualifier: str | None,
-                   version: str, client_context: str | None) -> InvokeResult:
+                   version: str, client_context: str | None,
+                   on_stream: Callable[[str, BodyStream], None] | None) -> InvokeResult:
         invocation = Invocation(payload, function_arn(self.spec.name, qualifier),
-                                client_context)
+                                client_context, on_stream=on_stream)
         cold = env.state == "new"
         self._emit(start_line(invocation.request_id, version))
         outcome: Outcome | None = None

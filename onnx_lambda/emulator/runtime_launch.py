@@ -4,6 +4,7 @@ Instances function with ``AWS_LAMBDA_MAX_CONCURRENCY``, its forked workers tied 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -27,7 +28,10 @@ PASS_THROUGH_PREFIXES = ("AWS_ENDPOINT_URL",)
 # function's packages come from the task root and layers, so they would inflate the Init
 # Duration and hand the handler modules it must import itself on Lambda.
 BOOT = "import sys\nsys.path.extend({dirs!r})\n"
-RUN_CLIENT = "import runpy\nrunpy.run_module('awslambdaric', run_name='__main__', alter_sys=True)\n"
+RUN_CLIENT = "import runpy\nrunpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n"
+# The runtime client of each mode: awslambdaric posts one buffered response per invocation; a
+# function that streams (Function URL InvokeMode RESPONSE_STREAM) runs handler/'s own loop
+CLIENT, STREAMING_CLIENT = "awslambdaric", "handler.stream_runtime"
 # A Managed Instances runtime: every process awslambdaric forks (its workers) is set to die
 # with it, as the runtime dies with the emulator (die_with_parent): no worker outlives an
 # emulator that was killed outright, even one busy in its handler.
@@ -43,12 +47,14 @@ def function_arn(name: str, qualifier: str | None = None) -> str:
 
 
 def runtime_command(spec: FunctionSpec) -> list[str]:
-    """The real runtime client's ``__main__`` (``python -m awslambdaric HANDLER``), started as
-    ``BOOT`` says."""
+    """The runtime client's ``__main__`` (``python -m awslambdaric HANDLER``, or ``python -m
+    handler.stream_runtime HANDLER`` for a streaming function), started as ``BOOT`` says."""
     program = BOOT.format(dirs=site_packages())
     if spec.processes_per_environment:
         program += DIE_WITH_PARENT
-    return [sys.executable, "-S", "-c", program + RUN_CLIENT, spec.handler]
+    client = STREAMING_CLIENT if spec.streaming else CLIENT
+    return [sys.executable, "-S", "-c", program + RUN_CLIENT.format(module=client),
+            spec.handler]
 
 
 def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
@@ -74,7 +80,8 @@ def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
         "LAMBDA_TASK_ROOT": str(spec.task_root),
         "LAMBDA_RUNTIME_DIR": str(Path(sys.executable).parent.parent),
         "_HANDLER": spec.handler,
-        "PYTHONPATH": os.pathsep.join(str(p) for p in (spec.task_root, *spec.extra_paths)),
+        "PYTHONPATH": os.pathsep.join(str(p) for p in (
+            spec.task_root, *spec.extra_paths, *_streaming_paths(spec))),
         "LANG": "en_US.UTF-8",
         "TZ": ":UTC",
     })
@@ -83,6 +90,15 @@ def lambda_environment(spec: FunctionSpec, *, init_type: str, runtime_api: str,
     env.update(spec.environment)
     env.update(overrides)
     return env
+
+
+def _streaming_paths(spec: FunctionSpec) -> list[Path]:
+    """Where ``handler.stream_runtime`` comes from for a streaming function: the folder holding
+    this installation's ``handler`` package (in the image it sits in the task root)."""
+    if not spec.streaming:
+        return []
+    found = importlib.util.find_spec("handler")
+    return [Path(found.origin).parent.parent] if found and found.origin else []
 
 
 def site_packages() -> list[str]:

@@ -26,6 +26,7 @@ import uvloop
 
 from onnx_lambda.emulator.http11 import Handler, HttpServer, Request, Response
 from onnx_lambda.emulator.http_front import api_handler, function_url_handler
+from onnx_lambda.emulator.http_stream import BodyStream
 from onnx_lambda.emulator.invoke_api import (
     PATH,
     invoke_handler,
@@ -115,8 +116,9 @@ class Emulator:
         requested, self.port = self.port, await self._listen(front, self.port)
         for index, (name, spec) in enumerate(self.functions.items()):
             if spec.function_url:
-                port = await self._listen(function_url_handler(name, self._invoke_alias),
-                                          requested + 1 + index if requested else 0)
+                port = await self._listen(
+                    function_url_handler(name, self._invoke_alias, spec.streaming),
+                    requested + 1 + index if requested else 0)
                 self.function_urls[name] = f"{self._scheme}://{self.host}:{port}"
         await asyncio.gather(*(pool.start() for pool in self.pools.values()))
 
@@ -165,17 +167,21 @@ class Emulator:
                              f"{pool.limit * processes} concurrent invocations")
             lines.append(f"    invoke: POST {self.url}{PATH.format(name=name)}")
             if name in self.function_urls:
-                lines.append(f"    function URL: {self.function_urls[name]}/")
+                mode = " (RESPONSE_STREAM: handler.stream_runtime)" if spec.streaming else ""
+                lines.append(f"    function URL: {self.function_urls[name]}/{mode}")
         for route in self.routes:
             path = "/*" if route.path == "$default" else route.path
             lines.append(f"  {route.method:6} {self.url}{path}  -> {route.function}")
         return "\n".join(lines)
 
-    async def _invoke_alias(self, function: str, payload: bytes) -> InvokeResult:
+    async def _invoke_alias(self, function: str, payload: bytes,
+                            on_stream: Callable[[str, BodyStream], None] | None = None,
+                            ) -> InvokeResult:
         """API integrations call the function's alias when it has one."""
         pool = self.pools[function]
         return await pool.invoke(payload, qualifier=pool.spec.alias,
-                                 version="1" if pool.spec.alias else "$LATEST")
+                                 version="1" if pool.spec.alias else "$LATEST",
+                                 on_stream=on_stream)
 
     async def _listen(self, handler: Handler, port: int) -> int:
         # an invocation runs to its end when its client goes away, as in Lambda

@@ -43,6 +43,9 @@ class FunctionSpec:
     reserved: int | None = None
     alias: str | None = None
     function_url: bool = False
+    # a Function URL with InvokeMode RESPONSE_STREAM: the runtime is handler.stream_runtime
+    # (response-streaming mode) instead of awslambdaric
+    streaming: bool = False
     extra_paths: tuple[Path, ...] = ()
     # Lambda Managed Instances (a CapacityProviderConfig): processes per execution environment
     # and the vCPUs those processes share
@@ -171,6 +174,8 @@ class _Reader:
             reserved=None if reserved is None else int(reserved),
             alias=properties.get("AutoPublishAlias"),
             function_url="FunctionUrlConfig" in properties,
+            streaming=(properties.get("FunctionUrlConfig") or {}).get("InvokeMode")
+            == "RESPONSE_STREAM",
             extra_paths=(self.root,) if task_root.resolve() != self.root else (),
             processes_per_environment=_processes(properties),
             vcpus_per_environment=_vcpus(properties),

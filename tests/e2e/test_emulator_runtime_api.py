@@ -4,6 +4,7 @@ runtime client relies on, at the HTTP level."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
 import json
 import socket
@@ -14,7 +15,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from onnx_lambda.emulator.http11 import HttpServer
-from onnx_lambda.emulator.runtime_api import MAX_RESPONSE_BYTES, runtime_api_server
+from onnx_lambda.emulator.http_stream import BodyStream
+from onnx_lambda.emulator.runtime_api import (
+    MAX_RESPONSE_BYTES,
+    runtime_api_server,
+    stream_outcome,
+)
 from onnx_lambda.emulator.server import new_event_loop
 
 NEXT = "/2018-06-01/runtime/invocation/next"
@@ -40,6 +46,8 @@ class FakeEnvironment:
     init_errors: list[tuple[bytes, str | None]] = field(default_factory=list)
     waiting: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
+    streams: list[tuple[str, BodyStream]] = field(default_factory=list)
+    streaming: threading.Event = field(default_factory=threading.Event)
 
     async def next_invocation(self) -> Delivery:
         self.waiting.set()
@@ -57,6 +65,13 @@ class FakeEnvironment:
 
     def init_failed(self, body: bytes, error_type: str | None) -> None:
         self.init_errors.append((body, error_type))
+
+    def stream(self, request_id: str, content_type: str, body: BodyStream) -> str | None:
+        if request_id != "req-1":
+            return f"Invalid request ID: {request_id}"
+        self.streams.append((content_type, body))
+        self.streaming.set()
+        return None
 
     def deliver(self, delivery: Delivery) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, delivery)
@@ -191,3 +206,52 @@ def test_close_ends_a_pending_long_poll(api: Running) -> None:
     assert api.sink.cancelled.wait(5)
     with pytest.raises((http.client.HTTPException, OSError)):
         connection.getresponse()
+
+
+STREAM_HEAD = (b"POST /2018-06-01/runtime/invocation/%s/response HTTP/1.1\r\n"
+               b"Host: x\r\nLambda-Runtime-Function-Response-Mode: streaming\r\n"
+               b"Transfer-Encoding: chunked\r\nContent-Type: "
+               b"application/vnd.awslambda.http-integration-response\r\n"
+               b"Trailer: Lambda-Runtime-Function-Error-Type, "
+               b"Lambda-Runtime-Function-Error-Body\r\n\r\n")
+
+
+def test_a_streaming_response_is_handed_over_with_its_head_and_read_as_it_arrives(
+        api: Running) -> None:
+    with api.raw() as sock:
+        sock.sendall(STREAM_HEAD % b"req-1" + b"5\r\nfirst\r\n")
+        assert api.sink.streaming.wait(10)  # before the body has ended
+        ((content_type, body),) = api.sink.streams
+        assert content_type == "application/vnd.awslambda.http-integration-response"
+        reader = aiter(body)
+        first = asyncio.run_coroutine_threadsafe(anext(reader), api.loop).result(10)
+        assert first == b"first" and not body.ended.done()
+        document = base64.b64encode(b'{"errorType": "Boom", "errorMessage": "late"}')
+        sock.sendall(b"4\r\nmore\r\n0\r\nLambda-Runtime-Function-Error-Type: Boom\r\n"
+                     b"Lambda-Runtime-Function-Error-Body: " + document + b"\r\n\r\n")
+        answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 202 ")  # once the body has ended
+    rest = asyncio.run_coroutine_threadsafe(anext(reader), api.loop).result(10)
+    assert rest == b"more" and body.ended.result() is True
+    payload, error_type = stream_outcome(body)
+    assert error_type == "Boom" and json.loads(payload)["errorMessage"] == "late"
+
+
+def test_a_stream_for_an_unknown_request_is_refused_once_read(api: Running) -> None:
+    with api.raw() as sock:
+        sock.sendall(STREAM_HEAD % b"other" + b"2\r\nhi\r\n0\r\n\r\n")
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"InvalidRequestID" in answer
+    assert not api.sink.streams
+
+
+def test_a_stream_cut_off_is_a_truncated_response(api: Running) -> None:
+    with api.raw() as sock:
+        sock.sendall(STREAM_HEAD % b"req-1" + b"2\r\nhi\r\n")
+        assert api.sink.streaming.wait(10)
+    ((_, body),) = api.sink.streams
+    assert asyncio.run_coroutine_threadsafe(asyncio.wait_for(asyncio.shield(body.ended), 10),
+                                            api.loop).result(15) is False
+    payload, error_type = stream_outcome(body)
+    assert error_type == "Runtime.TruncatedResponse" and json.loads(payload)["errorType"] == (
+        "Runtime.TruncatedResponse")

@@ -39,3 +39,28 @@ def test_sigterm_logs_a_shutdown_line_and_exits_zero(tmp_path: Path) -> None:
     (shutdown,) = [r for r in records if r["message"] == "shutdown"]
     assert shutdown["level"] == "INFO" and shutdown["signal"] == "SIGTERM"
     assert shutdown["pid"] == child.pid
+
+
+def test_the_streaming_runtime_stops_cleanly_while_it_waits_for_an_event() -> None:
+    """``python -m handler.stream_runtime`` blocked in ``/next`` (a Runtime API that never
+    answers): SIGTERM ends it with the shutdown line and status 0."""
+    import socket
+
+    handlers = ROOT / "tests" / "e2e" / "handlers"
+    with socket.create_server(("127.0.0.1", 0)) as api:
+        port = api.getsockname()[1]
+        env = {**os.environ, "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{port}",
+               "PYTHONPATH": f"{handlers}{os.pathsep}{ROOT}"}
+        child = subprocess.Popen([sys.executable, "-m", "handler.stream_runtime",
+                                  "streams.tokens"], cwd=handlers, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        api.settimeout(30)
+        connection, _ = api.accept()
+        with connection:
+            assert connection.recv(4096).startswith(b"GET /2018-06-01/runtime/invocation/next ")
+            child.send_signal(signal.SIGTERM)
+            out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    (shutdown,) = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert shutdown == {"level": "INFO", "message": "shutdown", "signal": "SIGTERM",
+                        "pid": child.pid}

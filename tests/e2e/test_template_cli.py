@@ -50,3 +50,14 @@ def test_deploy_config_then_sam_validate(tmp_path: Path) -> None:
                  cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "models/yolo" in (tmp_path / "template.yaml").read_text()
+
+
+def test_sam_validate_with_the_streaming_url(tmp_path: Path) -> None:
+    """Settings Streaming StreamingUrl enabled (StreamingFunction and its Function URL)."""
+    from tests.support import cfn
+
+    cfn.edited(tmp_path, {"StreamingUrl": "enabled"})
+    result = run(str(BIN / "sam"), "validate", "--lint", "--template", "template.yaml",
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is a valid SAM Template" in result.stdout + result.stderr
