@@ -14,7 +14,7 @@ ROUTES = {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
           ("GET", "/v2/models/{name}"), ("GET", "/v2/models/{name}/ready"), ("GET", "/v2"),
           ("GET", "/v2/health/ready"), ("GET", "/v2/health/live"), ("GET", "/health"),
           ("POST", "/v1/embeddings"), ("GET", "/v1/models"), ("GET", "/v1/models/{model}"),
-          ("POST", "/embed"), ("POST", "/tokenize"), ("GET", "/info")}
+          ("POST", "/embed"), ("POST", "/rerank"), ("POST", "/tokenize"), ("GET", "/info")}
 
 
 @pytest.fixture(autouse=True)
