@@ -71,9 +71,14 @@ def cross_encoder(folder: Path, seed: int = HEAD_SEED) -> CrossEncoder:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never reach a hub
     # torch and sentence-transformers are build-time only and heavy: this example's alone.
     import torch
-    from sentence_transformers import CrossEncoder
-    from sentence_transformers.cross_encoder.modules import Dense, Transformer
-    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    try:
+        from sentence_transformers import CrossEncoder
+        from sentence_transformers.cross_encoder.modules import Dense, Transformer
+        from sentence_transformers.sentence_transformer.modules import Pooling
+    except ImportError:
+        raise BuildError(f"{NAME} needs the examples extra: pip install -e '.[examples]'") \
+            from None
 
     encoder = Transformer(str(folder), transformer_task="feature-extraction",
                           max_seq_length=minilm.MAX_LENGTH,
