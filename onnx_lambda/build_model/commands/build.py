@@ -1,5 +1,5 @@
 """``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``).
+name (``digits``, ``minilm``, ``minilm-reranker``).
 
 build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
 do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "build-model", help="optimize, quantize and package a model for Lambda",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", metavar="SOURCE", help="an .onnx file, or: digits, minilm")
+    parser.add_argument("source", metavar="SOURCE",
+                        help="an .onnx file, or: digits, minilm, minilm-reranker")
     parser.add_argument("-o", "--output", required=True, type=Path,
                         help="the model folder to write (e.g. models/NAME)")
     model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
