@@ -13,6 +13,7 @@ longest-first from ``truncation_direction``'s side). Imported on the first ``/re
 from __future__ import annotations
 
 from handler.codecs import simple
+from handler.errors import InferenceError
 from handler.http import Request, Response
 from handler.tei_requests import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 
@@ -64,6 +65,8 @@ def rerank(service: Service, request: Request, timer: StageTimer) -> Response:
     try:
         scores, tokens = pipeline.rank(pairs, raw, None if truncate else _refuse_long(
             pipeline, pairs))
+    except InferenceError as exc:  # a NaN score: TEI's 424 ("score is NaN")
+        raise TeiError(exc.message, "Backend") from exc
     finally:
         if direction == "left":
             tokenizer.enable_truncation(pipeline.text.max_length)

@@ -92,6 +92,14 @@ def test_a_two_class_model_with_labels_is_a_classifier(tmp_path: Path) -> None:
     assert Manifest.load(tmp_path / "out").pipeline == "tensor"
 
 
+def test_asking_rerank_of_a_model_without_a_score_output_is_a_usage_error(
+        tmp_path: Path) -> None:
+    source = build_models.mlp(tmp_path / "mlp.onnx", classes=5)  # logits [batch, 5]
+    assert main(["build-model", str(source), "-o", str(tmp_path / "out"), "--pipeline",
+                 "rerank"]) == 2
+    assert not (tmp_path / "out").exists()
+
+
 def test_rerank_answers_sigmoid_scores_best_first_in_teis_shape(
         service: Any, reranker: tuple[Path, np.ndarray]) -> None:
     body = {"query": QUERY, "texts": TEXTS, "return_text": True}
@@ -198,6 +206,25 @@ def test_bad_requests_answer_teis_error_shape_and_leave_the_service_healthy(
     assert (got, answer["error_type"]) == (status, error_type)
     assert says in answer["error"]
     assert call(service, "/rerank", {"query": QUERY, "texts": ["cat"]})[0] == 200
+
+
+def test_a_nan_score_is_teis_424_not_a_500(tmp_path: Path,
+                                          make_service: Callable[..., Any]) -> None:
+    import onnx
+
+    source, table = build_models.cross_encoder(tmp_path / "cross.onnx")
+    model = onnx.load(str(source))
+    [weights] = [w for w in model.graph.initializer if w.name == "table"]
+    table[build_models.VOCAB["dog"]] = np.nan
+    weights.CopyFrom(onnx.numpy_helper.from_array(table, "table"))
+    onnx.save(model, str(source))
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    assert main(["build-model", str(source), "-o", str(tmp_path / "model"), "--file",
+                 str(tokenizer)]) == 0
+    service = make_service(tmp_path / "model")
+    status, answer = call(service, "/rerank", {"query": QUERY, "texts": ["cat", "dog"]})
+    assert (status, answer["error_type"]) == (424, "Backend")
+    assert "NaN" in answer["error"]
 
 
 def test_predict_refuses_bad_inputs_with_a_400(service: Any) -> None:

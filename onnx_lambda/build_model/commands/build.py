@@ -243,8 +243,8 @@ def _reranker(spec: ModelSpec, detect: bool, console: Console) -> ModelSpec:
     no ``--pipeline``, when the model is one (``rerank.recognise``)."""
     from onnx_lambda.build_model import rerank, signature
 
-    if spec.pipeline != rerank.PIPELINE and not detect:
-        return spec
+    if spec.pipeline != rerank.PIPELINE and not (detect and rerank.TOKENIZER in spec.files):
+        return spec  # (a model without its tokenizer is not parsed twice)
     model = signature.parse(spec.source)
     if spec.pipeline != rerank.PIPELINE:
         why = rerank.recognise(model, spec.files, spec.labels is not None)
