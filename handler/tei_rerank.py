@@ -19,6 +19,7 @@ from handler.tei_requests import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from handler.pipelines.reranker import RerankPipeline
@@ -93,7 +94,8 @@ def _pairs(query: str, texts: list[str], chars: int, truncate: bool) -> list[tup
     return pairs
 
 
-def _refuse_long(pipeline: RerankPipeline, pairs: list[tuple[str, str]]) -> Any:
+def _refuse_long(pipeline: RerankPipeline, pairs: list[tuple[str, str]]
+                 ) -> Callable[[list[int], list[Any]], None]:
     """A ``rank`` check: a pair the tokenizer had to cut is a 422 naming its full length."""
     text = pipeline.text
 
