@@ -25,10 +25,12 @@ ROUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/v1/models", {"GET": "openai_models"}),
     (_OPENAI_MODEL + "{model}", {"GET": "openai_model"}),
     ("/embed", {"POST": "tei_embed"}),
+    ("/rerank", {"POST": "tei_rerank"}),
     ("/tokenize", {"POST": "tei_tokenize"}),
     ("/info", {"GET": "tei_info"}),
 )
-_TEI = frozenset({"/embed", "/tokenize", "/info"})  # text-embeddings-inference's (handler.tei_api)
+# text-embeddings-inference's (handler.tei_api)
+_TEI = frozenset({"/embed", "/rerank", "/tokenize", "/info"})
 
 # Plain paths are one dict lookup; a model's routes share one expression, whose last group is
 # the route's tail (one regular expression, not one per route: ≈ 0.3 M instructions each).

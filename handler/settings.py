@@ -72,7 +72,7 @@ VARIABLES: tuple[Variable, ...] = (
              "The model's name in the `/v2/models/{name}` routes, V2 answers and `/health`; "
              "default: the manifest's name or the file stem."),
     Variable("pipeline", str, "",
-             "Pre/post-processing: `tensor`, `classifier`, `text-embedding` or a "
+             "Pre/post-processing: `tensor`, `classifier`, `text-embedding`, `rerank` or a "
              "`package.module` with `preprocess`/`postprocess`; default: the manifest's, else "
              "`tensor`."),
     Variable("threads", _non_negative_int, 0,

@@ -1,5 +1,6 @@
-"""Hugging Face text-embeddings-inference (TEI) routes over the ``text-embedding`` pipeline:
-``POST /embed``, ``POST /tokenize`` and ``GET /info``, in TEI's request, answer and error shapes
+"""Hugging Face text-embeddings-inference (TEI) routes over the text pipelines: ``POST /embed``
+(``text-embedding``), ``POST /rerank`` (``rerank``: ``handler.tei_rerank``), ``POST /tokenize``
+and ``GET /info``, in TEI's request, answer and error shapes
 (``{"error", "error_type"}``: 400 ``Empty``, 422 ``Validation`` / ``Tokenizer``), as TEI 1.9's
 ``router/src/http/types.rs`` and ``docs/openapi.json`` define them
 (docs/reference/openai-and-tei.md). Imported on the first such request only.
@@ -12,6 +13,7 @@ from handler.codecs import simple
 from handler.errors import OnnxLambdaError
 from handler.http import Request, Response
 from handler.pipelines.text_embedding import l2_normalize
+from handler.tei_requests import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,30 +23,18 @@ if TYPE_CHECKING:
     from handler.service import Service
     from handler.telemetry import StageTimer
 
-MAX_CHAR_MULTIPLIER = 250  # TEI's: an input may have max_input_length × this many characters
-DIRECTIONS = {"left": "left", "Left": "left", "right": "right", "Right": "right"}
 EMBED_FIELDS = frozenset({"inputs", "truncate", "truncation_direction", "prompt_name",
                           "normalize", "dimensions"})
 TOKENIZE_FIELDS = frozenset({"inputs", "add_special_tokens", "prompt_name"})
 
 
-# TEI's error types and their statuses (router/src/http/server.rs)
-STATUS = {"Empty": 400, "Validation": 422, "Tokenizer": 422, "Backend": 424}
-
-
-class TeiError(OnnxLambdaError):
-    """An error with TEI's ``error_type``: ``Validation`` (422) unless told otherwise."""
-
-    type = "InvalidInput"
-
-    def __init__(self, message: str, error_type: str = "Validation") -> None:
-        super().__init__(message)
-        self.error_type, self.status = error_type, STATUS[error_type]
-
-
 def handle(service: Service, operation: str, request: Request, timer: StageTimer) -> Response:
     if operation == "tei_info":
         return Response(200, payload=_info(service))
+    if operation == "tei_rerank":
+        from handler import tei_rerank  # reranker models only
+
+        return tei_rerank.rerank(service, request, timer)
     pipeline = service.pipeline
     text: TextInputs | None = getattr(pipeline, "text", None)
     if text is None:
@@ -75,16 +65,19 @@ def _info(service: Service) -> dict[str, Any]:
     if pipeline.name == "text-embedding":
         kind: dict[str, Any] = {"embedding": {"pooling": getattr(pipeline, "pooling", "mean")}}
     else:
-        names = {str(i): str(label) for i, label in enumerate(labels or ())}
-        kind = {"classifier": {"id2label": names, "label2id": {v: int(k)
-                                                               for k, v in names.items()}}}
+        classes = getattr(pipeline, "classes", 0)  # a reranker's head: 1 or 2 logits
+        labels = labels or tuple(f"LABEL_{i}" for i in range(classes))
+        names = {str(i): str(label) for i, label in enumerate(labels)}
+        kind = {"reranker" if classes else "classifier": {
+            "id2label": names, "label2id": {v: int(k) for k, v in names.items()}}}
     batch = text.max_batch if text else 1
+    requests = getattr(pipeline, "max_texts", batch)  # /rerank: its passages per request
     length = text.max_length if text else 0
     return {"model_id": service.model.name, "model_sha": None,
             "model_dtype": service.model.outputs[0].dtype.name, "model_type": kind,
             "served_model_name": service.model.name, "max_concurrent_requests": 1,
             "max_input_length": length, "max_batch_tokens": length * batch,
-            "max_batch_requests": batch, "max_client_batch_size": batch,
+            "max_batch_requests": batch, "max_client_batch_size": requests,
             "auto_truncate": False, "tokenization_workers": 1, "version": service.model.version,
             "sha": None, "docker_label": None}
 
@@ -110,15 +103,6 @@ def _inputs(value: Any, text: TextInputs, *, ids: bool) -> list[Any]:
         raise TeiError(problem)
     raise TeiError("`inputs` must be a string or a list of strings"
                    f"{' or token ids' if ids else ''}, not a mix")
-
-
-def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
-    value = body.get(name)
-    if value is None:
-        return default
-    if value.__class__ is not bool:
-        raise TeiError(f"`{name}` must be true or false, got {value!r}")
-    return value
 
 
 def _encode(text: TextInputs, sentences: list[str], truncate: bool, direction: str,
@@ -157,13 +141,9 @@ def _encode(text: TextInputs, sentences: list[str], truncate: bool, direction: s
 def _embed(service: Service, body: dict[str, Any], text: TextInputs,
            timer: StageTimer) -> Response:
     pipeline: Any = service.pipeline
-    truncate = _flag(body, "truncate", False)
-    normalize = _flag(body, "normalize", True)
-    raw = body.get("truncation_direction")
-    direction = "right" if raw is None else DIRECTIONS.get(raw) if isinstance(raw, str) else None
-    if direction is None:
-        raise TeiError("`truncation_direction` must be 'left' or 'right', got "
-                       f"{body.get('truncation_direction')!r}")
+    truncate = flag(body, "truncate", False)
+    normalize = flag(body, "normalize", True)
+    direction = truncation_direction(body)
     dimensions = body.get("dimensions")
     if dimensions is not None and (dimensions.__class__ is not int or dimensions < 1):
         raise TeiError(f"`dimensions` must be a positive integer, got {dimensions!r}")
@@ -199,7 +179,7 @@ def _embed(service: Service, body: dict[str, Any], text: TextInputs,
 
 
 def _tokenize(body: dict[str, Any], text: TextInputs) -> Response:
-    special = _flag(body, "add_special_tokens", True)
+    special = flag(body, "add_special_tokens", True)
     sentences = _inputs(body.get("inputs"), text, ids=False)
     answer = []
     for sentence, encoding in zip(sentences, _encode(text, sentences, False, "right", special),

@@ -84,6 +84,9 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
+    if options.thresholds.max_abs_error is None and spec.max_abs_error is not None:
+        options = dataclasses.replace(options, thresholds=dataclasses.replace(
+            options.thresholds, max_abs_error=spec.max_abs_error))
     settings = _quantize_settings(spec, options)
     candidates = _auto_candidates(spec, options, settings)
     with steps.step("inspect"):

@@ -28,6 +28,7 @@ class ModelSpec:
     comparable: Comparable = comparable_outputs
     reference: np.ndarray | Rows | None = None  # gate reference rows; None = the fp32 model's
     classifier: bool = False  # gate top-1 agreement too
+    max_abs_error: float | None = None  # the gate's, when the command line sets none
     quantize: QuantizeSettings | None = None  # the default when the command line is silent
     # The default when the command line names no method: ``auto`` over these candidates for
     # the objective (variants known to fit the architecture; ``--quantize auto`` tries the

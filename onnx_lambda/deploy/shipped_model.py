@@ -35,8 +35,8 @@ class DeployConfigError(Exception):
 
 
 def needs_text_requirements(root: Path, name: str) -> bool:
-    """Model NAME takes text (the text-embedding pipeline, or a classifier that ships its
-    tokenizer) but the image does not install tokenizers."""
+    """Model NAME takes text (the text-embedding or rerank pipeline, or a classifier that ships
+    its tokenizer) but the image does not install tokenizers."""
     try:
         manifest = json.loads((root / "models" / name / "model.json").read_text())
         text = takes_text(manifest.get("pipeline"), manifest.get("pipeline_options") or {},

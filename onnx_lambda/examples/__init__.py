@@ -16,6 +16,7 @@ from onnx_lambda.build_model.spec import ModelSpec
 MODULES = {
     "digits": "onnx_lambda.examples.digits",
     "minilm": "onnx_lambda.examples.minilm",
+    "minilm-reranker": "onnx_lambda.examples.minilm_reranker",
 }
 NAMES = tuple(MODULES)
 

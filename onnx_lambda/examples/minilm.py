@@ -127,6 +127,32 @@ def torch_embed(model: torch.nn.Module, feeds: Feeds) -> np.ndarray:
     return pool(hidden.numpy(), feeds["attention_mask"])
 
 
+def additive_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """The attention mask the classic BERT way (0 for tokens, a huge negative number for
+    padding): the form onnxruntime's Attention fusion recognises."""
+    import torch
+
+    return (1.0 - attention_mask[:, None, None, :].to(torch.float32)) \
+        * torch.finfo(torch.float32).min
+
+
+def export_module(module: torch.nn.Module, feeds: Feeds, path: Path, output: str) -> None:
+    """``module(input_ids, attention_mask, token_type_ids)`` → ``output``, as an ONNX graph
+    with dynamic batch and sequence axes (the dynamo exporter)."""
+    import torch
+
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    # The exporter logs every optional op set it skips (torchvision) and its deprecations: noise.
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module.eval(), tuple(torch.from_numpy(feeds[n]) for n in INPUTS),
+            str(path), input_names=list(INPUTS), output_names=[output], dynamo=True,
+            external_data=False, dynamic_shapes={n: {0: batch, 1: sequence} for n in INPUTS},
+            verbose=False)
+
+
 def export(model: torch.nn.Module, feeds: Feeds, path: Path) -> None:
     import torch
 
@@ -137,23 +163,10 @@ def export(model: torch.nn.Module, feeds: Feeds, path: Path) -> None:
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     token_type_ids: torch.Tensor) -> torch.Tensor:
-            # The additive mask the classic BERT way (0 for tokens, a huge negative number for
-            # padding): the form onnxruntime's Attention fusion recognises.
-            additive = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) \
-                * torch.finfo(torch.float32).min
-            return self.inner(input_ids=input_ids, attention_mask=additive,
+            return self.inner(input_ids=input_ids, attention_mask=additive_mask(attention_mask),
                               token_type_ids=token_type_ids).last_hidden_state
 
-    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
-    # The exporter logs every optional op set it skips (torchvision) and its deprecations: noise.
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            LastHiddenState(model).eval(), tuple(torch.from_numpy(feeds[n]) for n in INPUTS),
-            str(path), input_names=list(INPUTS), output_names=[OUTPUT], dynamo=True,
-            external_data=False, dynamic_shapes={n: {0: batch, 1: sequence} for n in INPUTS},
-            verbose=False)
+    export_module(LastHiddenState(model), feeds, path, OUTPUT)
 
 
 def check_export(model: torch.nn.Module, path: Path, feeds: Feeds) -> float:

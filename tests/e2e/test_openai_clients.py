@@ -1,7 +1,8 @@
 """Real OpenAI clients against the real handler behind ``template.yaml`` in the emulator: the
 ``openai`` SDK's ``embeddings.create`` and ``models`` calls, its exceptions carrying our
-messages, and LangChain's ``OpenAIEmbeddings`` configured with a base URL, a key and the model
-(nothing else changed), all giving the ``/predict`` pipeline's vectors."""
+messages, and LangChain's ``OpenAIEmbeddings`` and LlamaIndex's ``OpenAIEmbedding`` configured
+with a base URL, a key and the model (nothing else changed), all giving the ``/predict``
+pipeline's vectors."""
 
 from __future__ import annotations
 
@@ -122,6 +123,19 @@ def test_langchain_embeds_documents_and_a_query(served: Emulator,
     documents = embeddings.embed_documents(SENTENCES)
     assert cosines(documents, predicted).min() >= 0.9999
     query = embeddings.embed_query("the cat sat on the mat")
+    assert cosines([query], predicted[1:2])[0] >= 0.9999
+
+
+def test_llama_index_embeds_documents_and_a_query(served: Emulator,
+                                                  predicted: np.ndarray) -> None:
+    embeddings_module = pytest.importorskip("llama_index.embeddings.openai")
+    # model_name, not model: ``model`` must be one of OpenAI's names (an enum); ``model_name``
+    # is LlamaIndex's way to name any other deployment's model
+    embeddings = embeddings_module.OpenAIEmbedding(
+        api_base=f"{served.url}/v1", api_key=KEY, model_name=MODEL, max_retries=0)
+    documents = embeddings.get_text_embedding_batch(SENTENCES)
+    assert cosines(documents, predicted).min() >= 0.9999
+    query = embeddings.get_query_embedding("the cat sat on the mat")
     assert cosines([query], predicted[1:2])[0] >= 0.9999
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from onnx_lambda.build_model.request import curl
+from onnx_lambda.build_model.request import PAIRS, curl
 from onnx_lambda.cli import main
 from tests.conftest import Context
 from tests.functional.test_handler_errors import http_event
@@ -78,3 +78,25 @@ def test_a_text_model_gets_sentences(tmp_path: Path, pipeline: str,
     status, body = replay(command, make_service(out))
     assert status == 200, body
     assert len(body["predictions" if pipeline == "classifier" else "embeddings"]) == 2
+
+
+@pytest.mark.parametrize("example", [None, {"query": "the cat's mat", "texts": ["it's a dog"]}])
+def test_a_reranker_gets_a_query_and_passages_on_rerank(
+        tmp_path: Path, example: dict[str, Any] | None,
+        make_service: Callable[..., Any]) -> None:
+    """The build's example (found token ids: ours instead; or a quoted one, shell-quoted)."""
+    from handler.manifest import Manifest
+    from tests.support import build_models
+
+    source, _ = build_models.cross_encoder(tmp_path / "source.onnx")
+    tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
+    out = tmp_path / "m"
+    assert main(["build-model", str(source), "-o", str(out), "--file", str(tokenizer)]) == 0
+    if example is not None:
+        Manifest.load(out)._replace(example=example).dump(out)
+    command = curl(out, "http://host")
+    assert command.startswith("curl -si http://host/rerank ")
+    status, body = replay(command, make_service(out))
+    assert status == 200, body
+    sent = example or PAIRS
+    assert sorted(rank["index"] for rank in body) == list(range(len(sent["texts"])))

@@ -111,6 +111,39 @@ def text_classifier(path: Path, *, dim: int = 8, classes: int = 3, seed: int = 0
     return save(graph, path), table, head
 
 
+def cross_encoder(path: Path, *, dim: int = 4, classes: int = 1, seed: int = 0
+                  ) -> tuple[Path, np.ndarray]:
+    """A cross-encoder as a transformer exports one: input_ids, attention_mask, token_type_ids
+    int64[batch, sequence] → logits float32[batch, classes]. The logit is the dot product of the
+    query's summed token rows (segment 0) and the passage's (segment 1) of a random table
+    (returned, for the expected scores); a 2-logit head answers [-logit, logit]."""
+    table = np.random.default_rng(seed).standard_normal((len(VOCAB), dim)).astype(np.float32)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
+              for n in ("input_ids", "attention_mask", "token_type_ids")]
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", classes])
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["rows"]),
+             helper.make_node("Cast", ["attention_mask"], ["mask"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["token_type_ids"], ["segment"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["mask", "segment"], ["in_passage"]),
+             helper.make_node("Sub", ["mask", "in_passage"], ["in_query"])]
+    for side in ("query", "passage"):
+        nodes += [helper.make_node("Unsqueeze", [f"in_{side}", "last_axis"], [f"{side}_3d"]),
+                  helper.make_node("Mul", ["rows", f"{side}_3d"], [f"{side}_rows"]),
+                  helper.make_node("ReduceSum", [f"{side}_rows", "sequence_axis"], [side],
+                                   keepdims=0)]
+    nodes += [helper.make_node("Mul", ["query", "passage"], ["products"]),
+              helper.make_node("ReduceSum", ["products", "last_axis"],
+                               ["logits" if classes == 1 else "logit"], keepdims=1)]
+    if classes == 2:
+        nodes += [helper.make_node("Neg", ["logit"], ["negative"]),
+                  helper.make_node("Concat", ["negative", "logit"], ["logits"], axis=1)]
+    inits = [_weight("table", table),
+             onnx.numpy_helper.from_array(np.array([1], dtype=np.int64), "sequence_axis"),
+             onnx.numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis")]
+    graph = helper.make_graph(nodes, "cross_encoder", inputs, [out], inits)
+    return save(graph, path), table
+
+
 def word_tokenizer(path: Path) -> Path:
     """A whitespace word-level ``tokenizer.json`` over ``VOCAB`` (no special tokens added)."""
     from tokenizers import Tokenizer, models, pre_tokenizers

@@ -25,6 +25,7 @@ from handler.routes import ROUTES, match
     ("GET", "/v1/models/", "openai_models", {}),
     ("GET", "/v1/models/all-MiniLM-L6-v2", "openai_model", {"model": "all-MiniLM-L6-v2"}),
     ("POST", "/embed", "tei_embed", {}),
+    ("POST", "/rerank", "tei_rerank", {}),
     ("POST", "/tokenize", "tei_tokenize", {}),
     ("GET", "/info", "tei_info", {}),
 ])

@@ -15,7 +15,7 @@ ROUTES = {("POST", "/predict"), ("POST", "/v2/models/{name}/infer"),
           ("GET", "/v2/health/ready"), ("GET", "/v2/health/live"), ("GET", "/health"),
           ("POST", "/v1/embeddings"), ("POST", "/v1/chat/completions"),
           ("POST", "/v1/completions"), ("GET", "/v1/models"), ("GET", "/v1/models/{model}"),
-          ("POST", "/embed"), ("POST", "/tokenize"), ("GET", "/info")}
+          ("POST", "/embed"), ("POST", "/rerank"), ("POST", "/tokenize"), ("GET", "/info")}
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``).
+name (``digits``, ``minilm``, ``minilm-reranker``).
 
 build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
 do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
@@ -29,13 +29,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "build-model", help="optimize, quantize and package a model for Lambda",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", metavar="SOURCE", help="an .onnx file, or: digits, minilm")
+    parser.add_argument("source", metavar="SOURCE",
+                        help="an .onnx file, or: digits, minilm, minilm-reranker")
     parser.add_argument("-o", "--output", required=True, type=Path,
                         help="the model folder to write (e.g. models/NAME)")
     model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
     model.add_argument("--name", help="model name (default: the output folder's name)")
-    model.add_argument("--pipeline", default="tensor",
-                       help="tensor | classifier | text-embedding | package.module")
+    model.add_argument("--pipeline",
+                       help="tensor | classifier | text-embedding | rerank | package.module "
+                            "(default: rerank for a cross-encoder shipped with its "
+                            "tokenizer.json, else tensor)")
     model.add_argument("--pipeline-option", action="append", default=[], metavar="KEY=JSON",
                        help="a pipeline setting, e.g. max_length=128 (repeatable)")
     model.add_argument("--labels", type=Path, help="a text file, one class label per line")
@@ -226,11 +229,37 @@ def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpe
         given = parse_given(args.example, args.shape, args.dim)
     except ExampleArgumentError as exc:
         raise _UsageError(exc.message) from exc
-    return ModelSpec(source=source, name=args.name or args.output.name,
-                     pipeline=args.pipeline, pipeline_options=_options(args.pipeline_option),
-                     labels=labels, files={p.name: p for p in args.files}, given=given,
+    spec = ModelSpec(source=source, name=args.name or args.output.name,
+                     pipeline=args.pipeline or "tensor",
+                     pipeline_options=_options(args.pipeline_option), labels=labels,
+                     files={p.name: p for p in args.files}, given=given,
                      classifier=args.pipeline == "classifier", num_heads=args.num_heads,
                      hidden_size=args.hidden_size)
+    return _reranker(spec, args.pipeline is None, console)
+
+
+def _reranker(spec: ModelSpec, detect: bool, console: Console) -> ModelSpec:
+    """``spec`` as a cross-encoder's (pipeline ``rerank``, its gate) when asked for, or, with
+    no ``--pipeline``, when the model is one (``rerank.recognise``)."""
+    from onnx_lambda.build_model import rerank, signature
+
+    if spec.pipeline != rerank.PIPELINE and not (detect and rerank.TOKENIZER in spec.files):
+        return spec  # (a model without its tokenizer is not parsed twice)
+    model = signature.parse(spec.source)
+    if spec.pipeline != rerank.PIPELINE:
+        why = rerank.recognise(model, spec.files, spec.labels is not None)
+        if why is None:
+            return spec
+        console.print(f"    pipeline rerank: {why} (--pipeline to choose another)",
+                      highlight=False)
+    try:
+        output, _ = rerank.output_of(model)
+    except ValueError as exc:
+        raise _UsageError(f"--pipeline rerank: {exc}") from None
+    return dataclasses.replace(
+        spec, pipeline=rerank.PIPELINE, comparable=rerank.comparable(output),
+        max_abs_error=rerank.MAX_ABS_ERROR,
+        pipeline_options={"output": output, **spec.pipeline_options})
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
