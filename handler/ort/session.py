@@ -87,6 +87,11 @@ class Session:
         self._layouts: dict[tuple[tuple[int, ...], str], _Layout] = {}
         self._scratch: list[_Scratch] = []
 
+    @property
+    def pointer(self) -> c_void_p | None:
+        """The ``OrtSession*`` (``handler.ort.values`` runs on it); None once closed."""
+        return self._session
+
     def close(self) -> None:
         if self._session:
             self.api.ReleaseSession(self._session)

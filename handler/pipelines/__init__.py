@@ -16,6 +16,7 @@ BUILTIN = {
     "tensor": "handler.pipelines.tensor",
     "classifier": "handler.pipelines.classifier",
     "text-embedding": "handler.pipelines.text_embedding",
+    "generate": "handler.pipelines.generate",
 }
 
 
