@@ -115,9 +115,10 @@ class GeneratePipeline(Pipeline):
             parts.append(step.text)
             tokens += step.token_ids
             reason = step.finish_reason
-        answer = {"generated_text": "".join(parts), "finish_reason": reason,
-                  "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens),
-                            "total_tokens": len(prompt) + len(tokens)}}
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(tokens),
+                 "total_tokens": len(prompt) + len(tokens)}
+        answer: dict[str, Any] = {"generated_text": "".join(parts), "finish_reason": reason,
+                                  "usage": usage}
         if details:  # (text-generation-inference's name for the same)
             answer["details"] = {"prompt_token_ids": prompt, "token_ids": tokens}
         return answer
