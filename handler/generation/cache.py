@@ -6,7 +6,8 @@ new positions, plus the previous step's ``present.*`` ``OrtValue``s as ``past_ke
 The mask and the positions are views into two arrays made once per sequence (ones, and
 0..context-1): a step creates three small ``OrtValue`` headers and copies nothing.
 
-Only the last position's logits are read, through a pointer into ORT's output (``row``).
+Only the last position's logits are read, through a pointer into ORT's output (``row``), or
+not at all: the greedy choice runs in ORT on the logits value (``handler.generation.pick``).
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ class KVCache:
         empty = (1, layout.kv_heads, 0, layout.head_dim)
         self._past: list[int] = [runner.tensor(None, empty, layout.kv_dtype)
                                  for _ in range(2 * layout.layers)]
-        self._logits = 0
+        self.logits = 0  # the last forward's logits OrtValue (owned here)
+        self._count = 0  # the positions it covers
         self.vocab = layout.vocab or 0
 
     def forward(self, ids: list[int]) -> int:
-        """Run ``ids`` (new tokens) through the model; returns the address of the last
-        position's logits (``vocab`` values of ``layout.logits_dtype``), valid until the next
-        ``forward`` or ``close``."""
+        """Run ``ids`` (new tokens) through the model; returns the logits ``OrtValue``
+        [1, len(ids), vocab], valid until the next ``forward`` or ``close``."""
         runner, count = self.runner, len(ids)
         total = self.length + count
         if total > self.context_length:
@@ -64,17 +65,21 @@ class KVCache:
                 runner.release(value)
         for value in self._past:
             runner.release(value)
-        runner.release(self._logits)
-        self._logits, self._past = outputs[0], outputs[1:]
+        runner.release(self.logits)
+        self.logits, self._past = outputs[0], outputs[1:]
         self.length = total
-        if not self.vocab:  # a symbolic vocabulary: read once from the first output
-            self.vocab = runner.shape(self._logits)[2]
-        itemsize = 4 if self.layout.logits_dtype == "float32" else 2
-        return runner.data(self._logits) + (count - 1) * self.vocab * itemsize
+        self._count = count
+        return self.logits
 
-    def row(self, address: int) -> list[float]:
-        """The logits at ``address`` as Python floats (one copy of one row)."""
-        if self.layout.logits_dtype == "float32":
+    def row(self) -> list[float]:
+        """The last position's logits as Python floats: one row read through a pointer into
+        ORT's output, the only copy."""
+        if not self.vocab:  # a symbolic vocabulary: read once from the first output
+            self.vocab = self.runner.shape(self.logits)[2]
+        float32 = self.layout.logits_dtype == "float32"
+        address = (self.runner.data(self.logits)
+                   + (self._count - 1) * self.vocab * (4 if float32 else 2))
+        if float32:
             return (c_float * self.vocab).from_address(address)[:]
         # (memoryview has no half-precision cast; struct has)
         return list(struct.unpack(f"<{self.vocab}e", string_at(address, 2 * self.vocab)))
@@ -83,5 +88,5 @@ class KVCache:
         runner = self.runner
         for value in self._past:
             runner.release(value)
-        runner.release(self._logits)
-        self._past, self._logits = [], 0
+        runner.release(self.logits)
+        self._past, self.logits = [], 0

@@ -12,6 +12,7 @@ from handler.errors import InvalidInputError
 from handler.generation.cache import KVCache
 from handler.generation.layout import DecoderLayout
 from handler.generation.params import GenerationParams, Step
+from handler.generation.pick import ArgMax
 from handler.generation.sampling import Sampler
 from handler.generation.text import Detokenizer, StopText
 from handler.ort.session import Session
@@ -32,6 +33,8 @@ class Decoder:
         self.context_length = context_length
         self.eos_ids = eos_ids
         self.runner = ValueRun(session, layout.inputs(), layout.outputs())
+        # greedy choices in ORT (handler.generation.pick: its figures); ArgMax takes float32
+        self.argmax = ArgMax() if layout.logits_dtype == "float32" else None
 
     def check_prompt(self, prompt_ids: list[int]) -> int:
         """The tokens the context leaves after the prompt (at least 1), or InvalidInputError."""
@@ -56,11 +59,14 @@ class Decoder:
         text, stops = Detokenizer(tokenizer), StopText(params.stop)
         seen = list(prompt_ids) if params.repetition_penalty != 1.0 else []
         eos = self.eos_ids
+        # a penalty changes the row before the arg-max: that needs the row in Python
+        argmax = self.argmax if params.greedy and not seen else None
         try:
-            address = cache.forward(prompt_ids)
+            logits = cache.forward(prompt_ids)
             produced = 0
             while True:
-                token = sampler.choose(cache.row(address), seen)
+                token = (argmax.choose(logits) if argmax is not None
+                         else sampler.choose(cache.row(), seen))
                 produced += 1
                 if token in eos:
                     shown, _ = _finish(text, stops)
@@ -77,7 +83,7 @@ class Decoder:
                 yield Step(shown, (token,), None)
                 if seen:
                     seen.append(token)
-                address = cache.forward([token])
+                logits = cache.forward([token])
         finally:
             cache.close()
 

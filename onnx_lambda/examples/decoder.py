@@ -11,7 +11,8 @@ head_dim]. The prefill feeds a past of length 0.
 
 ``export(kind, size, out_dir, seed)`` writes ``model.onnx``, ``tokenizer.json``,
 ``tokenizer_config.json`` (a Jinja ``chat_template``, ``bos_token``, ``eos_token``) and
-``generation_config.json`` (``eos_token_id``, ``bos_token_id``), and checks the export's logits
+``generation_config.json`` (``eos_token_id``, ``bos_token_id``), ``config.json`` and
+onnxruntime-genai's ``genai_config.json`` for the same graph, and checks the export's logits
 against transformers (prefill and one decode step) within ``EXPORT_TOLERANCE``.
 """
 
@@ -48,6 +49,9 @@ SIZES: dict[str, Size] = {
     # tests: seconds to build, milliseconds a token
     "tiny": Size(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
                  context=256),
+    # a real vocabulary on a small body: what choosing a token costs, beside a step
+    "small": Size(vocab=32000, hidden=256, layers=4, heads=8, kv_heads=4, intermediate=704,
+                  context=1024),
     # benchmarks: a few hundred million parameters (about Qwen2.5-0.5B's shape)
     "realistic": Size(vocab=32000, hidden=1024, layers=16, heads=16, kv_heads=4,
                       intermediate=2816, context=2048),
@@ -231,6 +235,30 @@ def tokenizer_config(kind: str) -> dict[str, Any]:
             "chat_template": CHAT_TEMPLATE, "model_max_length": 0}
 
 
+def genai_config(kind: str, size: Size, cfg: Any) -> dict[str, Any]:
+    """onnxruntime-genai's ``genai_config.json`` for the same file: the benchmarks run its
+    decode loop on our very graph (the cache concatenates, so no shared past/present buffer)."""
+    layers = size.layers
+    inputs, outputs = names(layers)
+    return {"model": {
+        "type": kind, "context_length": size.context, "vocab_size": size.vocab,
+        "bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id,
+        "pad_token_id": cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id,
+        "decoder": {
+            "filename": "model.onnx", "head_size": size.hidden // size.heads,
+            "hidden_size": size.hidden, "num_attention_heads": size.heads,
+            "num_hidden_layers": layers, "num_key_value_heads": cache_heads(kind, size),
+            "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+            "inputs": {"input_ids": inputs[0], "attention_mask": inputs[1],
+                       "position_ids": inputs[2], "past_key_names": "past_key_values.%d.key",
+                       "past_value_names": "past_key_values.%d.value"},
+            "outputs": {"logits": outputs[0], "present_key_names": "present.%d.key",
+                        "present_value_names": "present.%d.value"}}},
+        "search": {"do_sample": False, "max_length": size.context, "num_beams": 1,
+                   "past_present_share_buffer": False, "repetition_penalty": 1.0,
+                   "temperature": 1.0, "top_k": 1, "top_p": 1.0}}
+
+
 def export(kind: str, size: str | Size, out_dir: Path, seed: int = 0) -> Path:
     """Build the ``kind`` decoder at ``size`` (a name of ``SIZES`` or a ``Size``) with weights
     from ``seed`` into ``out_dir``; returns the folder. The export is checked against
@@ -247,6 +275,8 @@ def export(kind: str, size: str | Size, out_dir: Path, seed: int = 0) -> Path:
     (out_dir / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id}, indent=2) + "\n")
     cfg.save_pretrained(out_dir)  # config.json: what transformers rebuilds it from
+    (out_dir / "genai_config.json").write_text(
+        json.dumps(genai_config(kind, shape, cfg), indent=2) + "\n")
     export_onnx(model, kind, shape, out_dir / "model.onnx")
     check_export(model, kind, shape, out_dir / "model.onnx")
     return out_dir
