@@ -1,0 +1,108 @@
+"""``build-model`` on the tiny test decoders: the layout recognised and recorded, the artifact
+served by the generate pipeline with the source's greedy tokens, int4 behind the token-agreement
+gate, and layouts the pipeline cannot run refused with what was expected."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from handler.manifest import Manifest
+from onnx_lambda.cli import main
+from tests.functional.test_generate import kind_of, predict
+from tests.support import models
+
+
+def build(source: Path, output: Path, *args: str) -> int:
+    return main(["build-model", str(source), "-o", str(output), *args])
+
+
+def test_fp32_build_records_the_layout_and_serves_the_same_tokens(
+        tmp_path: Path, decoder_dir: Path, make_service: Callable[..., Any]) -> None:
+    out = tmp_path / "built"
+    assert build(decoder_dir / "model.onnx", out) == 0
+    manifest = Manifest.load(out)
+    llama = kind_of(decoder_dir) == "llama"
+    assert manifest.pipeline == "generate"
+    assert manifest.pipeline_options == {"context_length": 256,
+                                         "eos_token_ids": [2 if llama else 0]}
+    decoder = manifest.metadata["decoder"]
+    assert (decoder["layers"], decoder["kv_heads"], decoder["head_dim"]) == \
+        (2, 2 if llama else 4, 16)
+    assert (decoder["kv_dtype"], decoder["chat_template"]) == ("float32", True)
+    assert decoder["bos_token"] == ("<s>" if llama else "<|endoftext|>")
+    assert manifest.metadata["build"]["accuracy"]["token_agreement"] == 1.0
+    assert {"tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= \
+        set(manifest.files)
+    built = make_service(out)  # the manifest names the pipeline
+    assert built.warmup_status == "ok"
+    source = make_service(decoder_dir, pipeline="generate")
+    asked = {"temperature": 0, "max_tokens": 16, "details": True}
+    assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
+        predict(source, "Why is the sky blue?", **asked)[1]["details"]
+
+
+def test_int4_behind_the_generation_gate(tmp_path: Path, decoder_dir: Path,
+                                         capsys: pytest.CaptureFixture[str],
+                                         make_service: Callable[..., Any]) -> None:
+    source = decoder_dir / "model.onnx"
+    if kind_of(decoder_dir) == "gpt2":  # its projections are Gemm: nothing for MatMulNBits
+        assert build(source, tmp_path / "q", "--quantize", "int4") == 8
+        assert "no MatMul with constant weights" in capsys.readouterr().err
+        return
+    # random weights have near-flat logits: int4 flips a quarter of the greedy choices
+    assert build(source, tmp_path / "q", "--quantize", "int4") == 5
+    assert "greedy token agreement with the fp32 model 0.7" in \
+        " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "q").exists()
+    out = tmp_path / "q-lenient"
+    assert build(source, out, "--quantize", "int4", "--min-token-agreement", "0.5") == 0
+    manifest = Manifest.load(out)
+    gate = manifest.metadata["quantization"]["gate"]
+    assert 0.5 <= gate["token_agreement"] < 0.9
+    nodes = onnx.load(str(out / "model.onnx"), load_external_data=False).graph.node
+    assert sum(n.op_type == "MatMulNBits" for n in nodes) == manifest.metadata[
+        "quantization"]["nodes"] > 0
+    status, body = predict(make_service(out), "Hello", temperature=0, max_tokens=8)
+    assert (status, body["usage"]["completion_tokens"]) == (200, 8)
+
+
+def test_a_model_that_is_no_decoder_is_refused_with_what_was_expected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = models.linear(tmp_path / "linear.onnx")
+    assert build(source, tmp_path / "out", "--pipeline", "generate") == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "not a decoder the generate pipeline runs" in err
+    assert "expected a decoder with inputs input_ids" in err
+
+
+def test_a_cache_without_its_present_outputs_is_refused(tmp_path: Path, decoder_dir: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    model = onnx.load(str(decoder_dir / "model.onnx"))
+    renamed = "present.1.k"
+    for node in model.graph.node:
+        node.output[:] = [renamed if o == "present.1.key" else o for o in node.output]
+        node.input[:] = [renamed if i == "present.1.key" else i for i in node.input]
+    for value in model.graph.output:
+        if value.name == "present.1.key":
+            value.name = renamed
+    source = tmp_path / "odd.onnx"
+    onnx.save(model, str(source))
+    (tmp_path / "tokenizer.json").write_text((decoder_dir / "tokenizer.json").read_text())
+    assert build(source, tmp_path / "out") == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no present.1.key output for past_key_values.1.key" in err
+
+
+def test_manifest_is_json_a_runtime_reads(tmp_path: Path, decoder_dir: Path) -> None:
+    out = tmp_path / "built"
+    assert build(decoder_dir / "model.onnx", out, "--no-optimize") == 0
+    data = json.loads((out / "model.json").read_text())
+    assert data["model"] == data["portable"] == "model.onnx"
+    assert data["example"] == "Hello"
