@@ -131,7 +131,7 @@ def tokenizer_file(options: Mapping[str, Any]) -> str:
 
 
 def takes_text(pipeline: str, options: Mapping[str, Any], files: Mapping[str, str]) -> bool:
-    """Whether a model answers sentences: the text-embedding pipeline, or a classifier that
-    ships its tokenizer (``handler.pipelines.text_inputs``)."""
-    return pipeline == "text-embedding" or (
+    """Whether a model answers sentences: the text-embedding and generate pipelines, or a
+    classifier that ships its tokenizer (``handler.pipelines.text_inputs``)."""
+    return pipeline in ("text-embedding", "generate") or (
         pipeline == "classifier" and tokenizer_file(options) in files)

@@ -3,7 +3,7 @@
 Each ``forward`` feeds the new token ids, the attention mask over every position so far and the
 new positions, plus the previous step's ``present.*`` ``OrtValue``s as ``past_key_values.*``
 (handles re-fed, never copied to Python); the prefill's past is an empty tensor of length 0.
-The mask and the positions are views into two arrays made once per sequence (ones, and
+The mask and the positions are views into two arrays made once per model (ones, and
 0..context-1): a step creates three small ``OrtValue`` headers and copies nothing.
 
 Only the last position's logits are read, through a pointer into ORT's output (``row``), or
@@ -25,6 +25,21 @@ if TYPE_CHECKING:
 _ID_TYPES = {"int64": c_int64, "int32": c_int32}
 
 
+_ARRAYS: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+
+def _arrays(dtype: str, length: int) -> tuple[Any, Any]:
+    """``length`` ones and 0..length-1 as C arrays, made once per model (never written: every
+    sequence's mask and positions are views of them)."""
+    found = _ARRAYS.get((dtype, length))
+    if found is None:
+        kind = _ID_TYPES[dtype]
+        found = (kind * length)(*([1] * length)), (kind * length)(*range(length))
+        if len(_ARRAYS) < 8:
+            _ARRAYS[dtype, length] = found
+    return found
+
+
 class KVCache:
     """The state of one sequence (batch 1); ``close`` releases every ORT value it holds."""
 
@@ -34,8 +49,7 @@ class KVCache:
         self.length = 0  # positions in the cache
         self._id_type: Any = _ID_TYPES[layout.ids_dtype]
         self._id_size = 8 if layout.ids_dtype == "int64" else 4
-        self._ones = (self._id_type * context_length)(*([1] * context_length))
-        self._positions = (self._id_type * context_length)(*range(context_length))
+        self._ones, self._positions = _arrays(layout.ids_dtype, context_length)
         empty = (1, layout.kv_heads, 0, layout.head_dim)
         self._past: list[int] = [runner.tensor(None, empty, layout.kv_dtype)
                                  for _ in range(2 * layout.layers)]
