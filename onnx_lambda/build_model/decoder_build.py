@@ -34,6 +34,7 @@ from typing import Any
 import onnxruntime as ort
 
 from handler.artifact import resolve
+from handler.bootstrap import graph_optimization
 from handler.errors import ModelLoadError
 from handler.generation.cache import KVCache
 from handler.generation.decoder import Decoder
@@ -277,7 +278,7 @@ def _load_artifact(folder: Path) -> tuple[Any, float]:
         artifact = resolve(str(folder), ort_version=ort.__version__, verify="never",
                            cache_dir=str(folder))
         model = Model(artifact, threads=threads_for(None, visible_cpus()),
-                      graph_optimization="auto")
+                      graph_optimization=graph_optimization("auto", "generate"))
         pipeline = GeneratePipeline(model, artifact.manifest.pipeline_options
                                     if artifact.manifest else {})
     except ModelLoadError as exc:
