@@ -3,9 +3,10 @@
 
 In Python a 32,000-logit argmax costs ~1.0–1.15 ms a token (``max`` + ``list.index`` over a
 copied row, measured; ``array``/``memoryview``/ctypes slices alike); this graph's run, a few
-ctypes calls plus a vectorised scan, costs tens of microseconds (figures in
-``benchmarks/generation.py``'s output). It works on any decoder, built by build-model or not,
-since it is a session of its own: the model file is untouched.
+ctypes calls plus a vectorised scan, ~14 µs (cProfile). On a 19 M-parameter decoder with a
+32,000-token vocabulary, greedy decoding made 155–183 tokens/s with it against 96–128 with the
+Python arg-max (onnxruntime-genai: 164–174, same runs). It works on any decoder, built by
+build-model or not, since it is a session of its own: the model file is untouched.
 
 The graph is written here as protobuf bytes (a handful of fields; the ``onnx`` package stays off
 the handler) and loaded with ``CreateSessionFromArray``.

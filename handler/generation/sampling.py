@@ -6,8 +6,8 @@ top-p (the most likely tokens until their mass reaches p, at least one) and a dr
 
 Pure Python over a list of floats: a 32,000-float row costs ~1 ms for an argmax (``max`` and
 ``list.index``, measured: 1.0–1.15 ms whether read through ``array``, ``memoryview`` or a ctypes
-slice), the rest of a sampled step a few ms more. ``handler.generation.decoder`` skips this for
-the common greedy case when the model has an in-graph arg-max (``next_token``).
+slice), the rest of a sampled step a few ms more. The common greedy case without a penalty skips
+it: ``handler.generation.pick`` chooses inside ONNX Runtime.
 """
 
 from __future__ import annotations
