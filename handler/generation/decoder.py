@@ -35,7 +35,7 @@ class Decoder:
         self.context_length = context_length
         self.eos_ids = eos_ids
         self.runner = ValueRun(session, layout.inputs(), layout.outputs())
-        # greedy choices in ORT (handler.generation.pick: its figures); ArgMax takes float32
+        # greedy choices in ORT (handler.generation.pick: its figures); the graph is float32
         self.argmax = ArgMax() if layout.logits_dtype == "float32" else None
 
     def check_prompt(self, prompt_ids: list[int]) -> int:
