@@ -83,13 +83,13 @@ class KVCache:
         self.logits, self._past = outputs[0], outputs[1:]
         self.length = total
         self._count = count
+        if not self.vocab:  # a symbolic vocabulary: read once from the first output
+            self.vocab = runner.shape(self.logits)[2]
         return self.logits
 
     def row(self) -> list[float]:
         """The last position's logits as Python floats: one row read through a pointer into
         ORT's output, the only copy."""
-        if not self.vocab:  # a symbolic vocabulary: read once from the first output
-            self.vocab = self.runner.shape(self.logits)[2]
         float32 = self.layout.logits_dtype == "float32"
         address = (self.runner.data(self.logits)
                    + (self._count - 1) * self.vocab * (4 if float32 else 2))

@@ -14,7 +14,7 @@ from handler.errors import InvalidInputError
 from handler.generation.cache import KVCache
 from handler.generation.layout import DecoderLayout
 from handler.generation.params import GenerationParams, Step
-from handler.generation.pick import ArgMax
+from handler.generation.pick import ArgMax, Sample
 from handler.generation.sampling import Sampler
 from handler.generation.text import Detokenizer, StopText
 from handler.ort.session import Session
@@ -35,8 +35,10 @@ class Decoder:
         self.context_length = context_length
         self.eos_ids = eos_ids
         self.runner = ValueRun(session, layout.inputs(), layout.outputs())
-        # greedy choices in ORT (handler.generation.pick: its figures); the graph is float32
-        self.argmax = ArgMax() if layout.logits_dtype == "float32" else None
+        # greedy choices and draws in ORT (handler.generation.pick: its figures); float32 graphs
+        float32 = layout.logits_dtype == "float32"
+        self.argmax = ArgMax() if float32 else None
+        self.sample = Sample() if float32 else None
 
     def check_prompt(self, prompt_ids: list[int]) -> int:
         """The tokens the context leaves after the prompt (at least 1), or InvalidInputError."""
@@ -61,14 +63,20 @@ class Decoder:
         text, stops = Detokenizer(tokenizer), StopText(params.stop)
         seen = list(prompt_ids) if params.repetition_penalty != 1.0 else []
         eos = self.eos_ids
-        # a penalty changes the row before the arg-max: that needs the row in Python
+        # a penalty changes the row before the choice: that needs the row in Python
         argmax = self.argmax if params.greedy and not seen else None
+        sample = self.sample if not params.greedy and not seen else None
         try:
             logits = cache.forward(prompt_ids)
             produced = 0
             while True:
-                token = (argmax.choose(logits) if argmax is not None
-                         else sampler.choose(cache.row(), seen))
+                if argmax is not None:
+                    token = argmax.choose(logits)
+                elif sample is not None:
+                    token = sample.choose(logits, params.temperature, params.top_k,
+                                          params.top_p, sampler.rng.random(), cache.vocab)
+                else:
+                    token = sampler.choose(cache.row(), seen)
                 produced += 1
                 if token in eos:
                     shown, _ = _finish(text, stops)
