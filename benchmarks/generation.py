@@ -141,15 +141,19 @@ def pytorch(kind: str, size: decoder.Size, threads: int, prompt_ids: list[int],
 def built(folder: Path, quantize: str) -> Path:
     """``build-model`` of the exported decoder (fp32, or int4 weight-only); onnxruntime-genai
     is pointed at the same optimized file the handler loads (``manifest.model``)."""
+    from rich.console import Console
+
     from handler.manifest import Manifest
-    from onnx_lambda.cli import main
+    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.gate import Thresholds
+    from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
     target = folder.with_name(f"{folder.name}-{quantize}")
     if not (target / "model.json").exists():
-        code = main(["build-model", str(folder / "model.onnx"), "-o", str(target), "--quantize",
-                     "none" if quantize == "fp32" else quantize, "--min-token-agreement", "0"])
-        if code:
-            raise SystemExit(f"{quantize} build failed ({code})")
+        build(ModelSpec(source=folder / "model.onnx", name=target.name, pipeline="generate"),
+              target, BuildOptions(quantize="none" if quantize == "fp32" else quantize,
+                                   thresholds=Thresholds(token_agreement=0.0)),
+              Console(stderr=True))
     config = json.loads((folder / "genai_config.json").read_text())
     config["model"]["decoder"]["filename"] = Manifest.load(target).model
     (target / "genai_config.json").write_text(json.dumps(config, indent=2))
