@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 
-from handler.errors import InvalidInputError
+from handler.errors import InferenceError, InvalidInputError
 from handler.generation.cache import KVCache
 from handler.generation.layout import DecoderLayout
 from handler.generation.params import GenerationParams, Step
 from handler.generation.pick import ArgMax, Sample
 from handler.generation.sampling import Sampler
 from handler.generation.text import Detokenizer, StopText
+from handler.model import first_line
+from handler.ort.capi import OrtError
 from handler.ort.session import Session
 from handler.ort.values import ValueRun
 
@@ -94,6 +96,8 @@ class Decoder:
                 if seen:
                     seen.append(token)
                 logits = cache.forward([token])
+        except OrtError as exc:  # a kernel failure: the route's 500 with ORT's first line
+            raise InferenceError(f"generation failed: {first_line(exc)}") from exc
         finally:
             cache.close()
 
