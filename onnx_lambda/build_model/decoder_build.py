@@ -111,7 +111,10 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         with steps.step("quantize (int4, weight-only)") as note:
             current = work / "int4.onnx"
             algo = options.algo or "rtn"
-            quant_methods.apply("int4", spec.source, current, op_types=("MatMul",),
+            matmuls = work / "matmul.onnx"
+            rewritten = gemm_as_matmul(spec.source, matmuls)
+            quant_methods.apply("int4", matmuls if rewritten else spec.source, current,
+                                op_types=("MatMul",),
                                 per_channel=False, reduce_range=False, algo=algo,
                                 block_size=options.block_size or 32,
                                 symmetric=True if options.symmetric is None else options.symmetric,
@@ -120,11 +123,11 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                          for n in signature.parse(current).graph.node)
             if not blocks:
                 raise NothingToQuantizeError(
-                    f"{spec.source}: int4 found no MatMul with constant weights to quantize "
-                    "(GPT-2-style exports project with Gemm): build it fp32")
+                    f"{spec.source}: int4 found no MatMul or Gemm with constant weights to "
+                    "quantize: build it fp32")
             agreement = _Runner(current, layout).agreement(prompts, references)
             metadata["quantization"] = {"type": "int4", "method": f"int4 {algo}",
-                                        "nodes": blocks,
+                                        "nodes": blocks, "gemm_as_matmul": rewritten,
                                         "block_size": options.block_size or 32,
                                         "gate": agreement.to_dict(), "threshold": threshold}
             note(f"token agreement {agreement.forced:.3f} (threshold {threshold})")
@@ -173,6 +176,48 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     accuracy = Accuracy(None, None, None, agreement.forced, agreement.positions,
                         compared=("greedy tokens (teacher-forced agreement)",))
     return manifest, before, after, accuracy
+
+
+def gemm_as_matmul(source: Path, target: Path) -> int:
+    """Rewrite each ``Gemm`` whose weights are a constant (``alpha`` 1, ``A`` untransposed) as
+    ``MatMul`` (+ ``Add`` of its bias): int4's ``MatMulNBits`` takes MatMuls only, and GPT-2-style
+    exports project with Gemm (its ``Conv1D`` layers). Saved to ``target``; → how many."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    weights = {i.name: i for i in graph.initializer}
+    nodes, count, transposed = [], 0, set()
+    for node in graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if (node.op_type != "Gemm" or node.input[1] not in weights
+                or attributes.get("alpha", 1.0) != 1.0 or attributes.get("transA", 0)):
+            nodes.append(node)
+            continue
+        weight = node.input[1]
+        if attributes.get("transB", 0) and weight not in transposed:  # [N, K] → [K, N]
+            flipped = numpy_helper.to_array(weights[weight]).T.copy()
+            weights[weight].CopyFrom(numpy_helper.from_array(flipped, weight))
+            transposed.add(weight)
+        bias = node.input[2] if len(node.input) > 2 and node.input[2] else ""
+        product = f"{node.output[0]}_matmul" if bias else node.output[0]
+        nodes.append(helper.make_node("MatMul", [node.input[0], weight], [product],
+                                      name=f"{node.name}_matmul"))
+        if bias:
+            if attributes.get("beta", 1.0) != 1.0:
+                scaled = f"{bias}_beta"
+                graph.initializer.append(numpy_helper.from_array(
+                    numpy_helper.to_array(weights[bias]) * attributes["beta"], scaled))
+                bias = scaled
+            nodes.append(helper.make_node("Add", [product, bias], [node.output[0]],
+                                          name=f"{node.name}_bias"))
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+        onnx.save(model, str(target))
+    return count
 
 
 class _Runner:
