@@ -115,3 +115,29 @@ def test_parameters_defaults_and_limits() -> None:
         with pytest.raises(InvalidInputError, match=message):
             from_parameters(bad, 100)
     assert from_parameters({"details": True}, 10, extra=("details",)).max_tokens == 10
+
+
+def test_chat_templates_render_as_transformers_renders_them() -> None:
+    from handler.generation.chat import ChatTemplate
+
+    template = ChatTemplate(
+        "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'tool' %}"
+        "{{ raise_exception('no tools here') }}{% endif %}"
+        "<{{ m['role'] }}>{{ m['content'] | tojson }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}", "<s>", "</s>")
+    messages = [{"role": "user", "content": [{"type": "text", "text": "a <b> & é"}]}]
+    assert template.render(messages) == '<s><user>"a <b> & é"\n<assistant>'
+    with pytest.raises(InvalidInputError, match="rejects these messages: no tools here"):
+        template.render([{"role": "tool", "content": "x"}])
+    with pytest.raises(InvalidInputError, match=r"messages\[0\].role"):
+        template.render([{"role": "wizard", "content": "x"}])
+    with pytest.raises(InvalidInputError, match="messages is empty"):
+        template.render([])
+
+
+def test_a_chat_template_cannot_reach_python_internals() -> None:
+    from handler.generation.chat import ChatTemplate
+
+    template = ChatTemplate("{{ messages.__class__.__mro__ }}", "", "")
+    with pytest.raises(InvalidInputError, match="unsafe"):
+        template.render([{"role": "user", "content": "x"}])
