@@ -42,9 +42,17 @@ def test_fp32_build_records_the_layout_and_serves_the_same_tokens(
     built = make_service(out)  # the manifest names the pipeline
     assert built.warmup_status == "ok"
     source = make_service(decoder_dir, pipeline="generate")
-    asked = {"temperature": 0, "max_tokens": 16, "details": True}
-    assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
-        predict(source, "Why is the sky blue?", **asked)[1]["details"]
+    # the vocabulary projection of the last position only: the same tokens, in ORT's choice
+    # and through the Python row (a repetition penalty)
+    assert manifest.metadata["last_position_logits"] is True
+    logits = next(o for o in onnx.load(str(out / "model.onnx")).graph.output
+                  if o.name == "logits")
+    assert logits.type.tensor_type.shape.dim[1].dim_value == 1
+    for penalty in (1.0, 1.3):
+        asked = {"temperature": 0, "max_tokens": 16, "details": True,
+                 "repetition_penalty": penalty}
+        assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
+            predict(source, "Why is the sky blue?", **asked)[1]["details"]
 
 
 def test_int4_behind_the_generation_gate(tmp_path: Path, decoder_dir: Path,
