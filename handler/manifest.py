@@ -131,7 +131,7 @@ def tokenizer_file(options: Mapping[str, Any]) -> str:
 
 
 def takes_text(pipeline: str, options: Mapping[str, Any], files: Mapping[str, str]) -> bool:
-    """Whether a model answers sentences: the text-embedding and rerank pipelines, or a
+    """Whether a model answers sentences: the text-embedding, rerank and generate pipelines, or a
     classifier that ships its tokenizer (``handler.pipelines.text_inputs``)."""
-    return pipeline in ("text-embedding", "rerank") or (
+    return pipeline in ("text-embedding", "rerank", "generate") or (
         pipeline == "classifier" and tokenizer_file(options) in files)

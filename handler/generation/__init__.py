@@ -1,1 +1,3 @@
-"""Text generation for decoder-only models (the ``generate`` pipeline)."""
+"""Text generation with decoder-only ONNX models: the layout (``layout``), the key/value cache kept
+in ONNX Runtime (``cache``), token choice (``sampling``), text deltas (``text``) and the decode
+loop (``decoder``); ``handler.pipelines.generate`` puts them behind the pipeline interface."""

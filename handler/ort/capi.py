@@ -34,6 +34,7 @@ _FUNCTIONS: dict[str, tuple[int, Any, tuple[Any, ...]]] = {
     "GetErrorMessage": (2, c_char_p, (c_void_p,)),
     "CreateEnv": (3, _S, (c_int, c_char_p, _P)),
     "CreateSession": (7, _S, (c_void_p, c_char_p, c_void_p, _P)),
+    "CreateSessionFromArray": (8, _S, (c_void_p, c_char_p, c_size_t, c_void_p, _P)),
     "Run": (9, _S, (c_void_p, c_void_p, _V, _V, c_size_t, _V, c_size_t, _V)),
     "CreateSessionOptions": (10, _S, (_P,)),
     "SetSessionExecutionMode": (13, _S, (c_void_p, c_int)),

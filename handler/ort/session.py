@@ -46,7 +46,7 @@ _ONNX_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "i
 class Session:
     _session: c_void_p | None = None  # set once CreateSession succeeded
 
-    def __init__(self, path: str, *, intra_op_threads: int, inter_op_threads: int = 1,
+    def __init__(self, path: str | bytes, *, intra_op_threads: int, inter_op_threads: int = 1,
                  optimization: str = "basic", log_severity: int = 3,
                  config: Mapping[str, str] | None = None, cuda: bool = False) -> None:
         self.api = api = capi.api()
@@ -64,8 +64,11 @@ class Session:
                 api.check(api.AddSessionConfigEntry(options, key.encode(), value.encode()))
             if cuda:
                 providers.append_cuda(api, options)
-            # a path (not bytes in memory): ORT resolves external data beside the model file
-            api.check(api.CreateSession(api.env, path.encode(), options, byref(session)))
+            if isinstance(path, bytes):  # a model made in memory (handler.generation.pick)
+                api.check(api.CreateSessionFromArray(api.env, path, len(path), options,
+                                                     byref(session)))
+            else:  # a path: ORT resolves external data beside the model file
+                api.check(api.CreateSession(api.env, path.encode(), options, byref(session)))
         finally:
             api.ReleaseSessionOptions(options)
         self._session = session
@@ -86,6 +89,11 @@ class Session:
         self._feed_names: dict[tuple[str, ...], tuple[Any, int, c_size_t]] = {}
         self._layouts: dict[tuple[tuple[int, ...], str], _Layout] = {}
         self._scratch: list[_Scratch] = []
+
+    @property
+    def pointer(self) -> c_void_p | None:
+        """The ``OrtSession*`` (``handler.ort.values`` runs on it); None once closed."""
+        return self._session
 
     def close(self) -> None:
         if self._session:

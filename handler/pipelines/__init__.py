@@ -17,6 +17,7 @@ BUILTIN = {
     "classifier": "handler.pipelines.classifier",
     "text-embedding": "handler.pipelines.text_embedding",
     "rerank": "handler.pipelines.reranker",
+    "generate": "handler.pipelines.generate",
 }
 
 

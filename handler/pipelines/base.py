@@ -8,7 +8,7 @@ Protocol V2 and ``.npy`` routes are tensor-level and bypass pipelines.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from handler.model import Model
 from handler.ort.tensor import Tensor
@@ -23,6 +23,9 @@ class Pipeline:
 
     name = "base"
     warning = ""  # something init should log once (e.g. math the model's graph lacks)
+    # a decode loop (``generate``): /predict calls ``answer`` instead of preprocess → run →
+    # postprocess
+    generative = False
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         self.model = model
@@ -33,6 +36,11 @@ class Pipeline:
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Tensor]) -> Any:
+        raise NotImplementedError
+
+    def answer(self, inputs: Any, parameters: Mapping[str, Any],
+               should_stop: Callable[[], bool]) -> Any:
+        """A ``generative`` pipeline's whole answer to /predict's ``inputs``."""
         raise NotImplementedError
 
     def example(self) -> Any:

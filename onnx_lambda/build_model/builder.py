@@ -27,6 +27,7 @@ from rich.console import Console
 
 from handler.manifest import Manifest, takes_text, tokenizer_file
 from onnx_lambda.build_model import (
+    decoder_build,
     example,
     gpu,
     graph_math,
@@ -71,7 +72,12 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
             scratch = tempfile.TemporaryDirectory(prefix="onnx-lambda-build-")
         finally:  # a signal that came meanwhile is delivered here, with the names set
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        report = _build(spec, target, staging, Path(scratch.name), options, steps)
+        if spec.pipeline == "generate" or decoder_build.is_decoder(spec.source):
+            manifest, before, after, accuracy = decoder_build.build(
+                spec, staging, Path(scratch.name), options, steps)
+            report = BuildReport(target, manifest, before, after, accuracy, steps.timings)
+        else:
+            report = _build(spec, target, staging, Path(scratch.name), options, steps)
         with steps.step(f"publish {target}"):
             output.publish(staging, target)
         return report

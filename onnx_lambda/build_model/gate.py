@@ -31,6 +31,7 @@ class Thresholds:
     min_cosine: float = 0.98
     top1: float = 0.99  # top-1 of classifiers, and every label output's agreement
     max_abs_error: float | None = None  # reported always, gated only when set
+    token_agreement: float = 0.90  # decoders: greedy token agreement (decoder_build says why)
 
 
 @dataclass(frozen=True)

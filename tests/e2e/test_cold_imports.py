@@ -18,7 +18,7 @@ import pytest
 from benchmarks.cold import interpreter
 from onnx_lambda.cli import main
 from onnx_lambda.source_tree import root
-from tests.support import build_models, models
+from tests.support import build_models, decoders, models
 
 # Heavy packages: each costs tens to hundreds of milliseconds of a cold start.
 HEAVY = ["numpy", "onnxruntime", "boto3", "botocore", "aws_lambda_powertools", "aws_xray_sdk",
@@ -120,3 +120,15 @@ def test_tracing_off_keeps_the_x_ray_sdk_and_powertools_off_the_cold_path(
     on, *_ = probe(model, ONNX_LAMBDA_TRACING="on")
     assert {"aws_xray_sdk", "botocore"} <= on
     assert "aws_lambda_powertools" not in on
+
+
+def test_a_generative_model_loads_its_tokenizer_and_jinja2_but_no_numpy(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A built decoder (the generate pipeline, warm-up included): tokenizers' extension and
+    jinja2 for its chat template are its extra imports; numpy and the binding stay out."""
+    source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
+    assert main(["build-model", str(source), "-o", str(tmp_path / "decoder")]) == 0
+    loaded, library, binding, numpy = probe(tmp_path / "decoder")
+    assert "handler.pipelines.generate" in loaded and "jinja2" in loaded and library
+    assert loaded.isdisjoint(set(HEAVY) - {"tokenizers"}), sorted(loaded & set(HEAVY))
+    assert not binding and not numpy

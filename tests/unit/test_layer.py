@@ -78,7 +78,7 @@ def test_runtime_requirements_are_the_c_library_and_yyjson_and_numpy_is_an_optio
 
     assert pins("requirements.txt") == {"onnxruntime", "yyjson"}  # handler/json_codec.py
     assert pins("requirements-numpy.txt") == {"numpy"}
-    assert pins("requirements-text.txt") == {"tokenizers"}
+    assert pins("requirements-text.txt") == {"tokenizers", "jinja2", "markupsafe"}
     assert build_layer.pinned_version(build_layer.REQUIREMENTS) == "1.32.0"
 
 

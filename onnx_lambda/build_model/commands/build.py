@@ -118,6 +118,8 @@ def register(subparsers: Any) -> None:
     gate.add_argument("--min-top1", type=float, default=0.99,
                       help="top-1 agreement, classifiers only (0.99)")
     gate.add_argument("--max-abs-error", type=float, help="gate the max abs error too")
+    gate.add_argument("--min-token-agreement", type=float, default=0.90,
+                      help="decoders: greedy token agreement with the fp32 model (0.90)")
     parser.set_defaults(func=run)
 
 
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         objective=args.objective,
         budget_s=args.budget,
         thresholds=Thresholds(args.min_cosine, args.min_cosine_floor, args.min_top1,
-                              args.max_abs_error))
+                              args.max_abs_error, args.min_token_agreement))
     try:
         with output.cancellable(), \
                 tempfile.TemporaryDirectory(prefix="onnx-lambda-source-") as workdir:

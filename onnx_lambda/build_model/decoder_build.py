@@ -1,0 +1,397 @@
+"""``build-model`` for a decoder-only language model: recognise its layout, ship its tokenizer
+and Hugging Face settings beside it, quantize its weights to int4 (optional) behind a gate
+measured on generated tokens, and record in the manifest what the ``generate`` pipeline needs.
+
+The layout is read from the ONNX signature by the handler's own ``recognise``
+(``handler.generation.layout``): a model the pipeline cannot run is refused here with the same
+message that says what was expected. The files beside the source that the pipeline reads
+(``tokenizer.json``, ``tokenizer_config.json``, ``generation_config.json``, ``config.json``) are
+shipped when present; ``tokenizer.json`` is required.
+
+The gate — greedy token agreement with the fp32 model over a fixed prompt set. For each of
+``GATE_PROMPTS`` the fp32 model's greedy continuation of ``GATE_TOKENS`` tokens is the reference;
+the candidate reads the same text (teacher forcing: prompt, then the reference tokens one by one)
+and at each position its own greedy choice is compared with the reference's next token. The score
+is the share of positions that agree, over all prompts. Teacher forcing scores every position on
+the same context, so one early flip does not count as 32 (free-running prefix agreement is
+reported beside it). The default threshold (``Thresholds.token_agreement``) is 0.90: a
+position where the quantized model picks another token is almost always one where fp32's two
+best tokens were nearly tied (interchangeable continuations); at one flip in ten the text is
+still the model's own, while a broken quantization (a wrong scale, a lost layer) drops far
+below it. Random-weight decoders, whose logits are nearly flat, measured 0.72 (512-token
+vocabulary) and 0.23 (32,000) with int4 RTN, and fail it, as they should.
+``--min-token-agreement`` overrides it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnxruntime as ort
+
+from handler.artifact import resolve
+from handler.bootstrap import graph_optimization
+from handler.errors import ModelLoadError
+from handler.generation.cache import KVCache
+from handler.generation.decoder import Decoder
+from handler.generation.layout import DecoderLayout, LayoutError, recognise
+from handler.manifest import Manifest
+from handler.model import Model, threads_for, visible_cpus
+from handler.ort.session import Session
+from onnx_lambda.build_model import optimize, output, quant_methods, signature
+from onnx_lambda.build_model.errors import (
+    AccuracyGateError,
+    BuildError,
+    InvalidModelError,
+    NothingToQuantizeError,
+)
+from onnx_lambda.build_model.gate import Accuracy
+from onnx_lambda.build_model.measure import Figures, folder_size
+from onnx_lambda.build_model.progress import Steps
+from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+from onnx_lambda.examples.sentences import SENTENCES
+
+HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json")
+GATE_PROMPTS = SENTENCES[:8]
+GATE_TOKENS = 32
+METHODS = ("int4", "none")
+DECODER_ALGOS = ("rtn", "hqq")
+PORTABLE = "model.onnx"
+
+
+def is_decoder(source: Path) -> bool:
+    """Whether the graph has a key/value cache input (the decoder layouts' mark)."""
+    return any(i.name.startswith("past_key_values.")
+               for i in signature.parse(source).graph.input)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    forced: float  # teacher-forced share of positions that agree
+    prefix: float  # free-running: the mean share of tokens before the first difference
+    worst: float  # the lowest prompt's teacher-forced share
+    positions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token_agreement": round(self.forced, 4), "prefix_agreement":
+                round(self.prefix, 4), "worst_prompt": round(self.worst, 4),
+                "positions": self.positions, "prompts": len(GATE_PROMPTS)}
+
+
+def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
+          steps: Steps) -> tuple[Manifest, Figures, Figures, Accuracy]:
+    with steps.step("inspect (decoder)") as note:
+        session = _session(spec.source)
+        inputs = signature.tensor_infos(session.get_inputs())
+        outputs = signature.tensor_infos(session.get_outputs())
+        try:
+            layout = recognise(inputs, outputs)
+        except LayoutError as exc:
+            raise InvalidModelError(f"{spec.source}: not a decoder the generate pipeline runs: "
+                                    f"{exc}") from None
+        note(f"{layout.layers} layers, {layout.kv_heads} key/value heads × {layout.head_dim}, "
+             f"{layout.kv_dtype} cache")
+    files = _files(spec)
+    method = options.quantize or "none"
+    if method not in METHODS:
+        raise BuildError(f"--quantize {method}: a decoder is quantized weight-only, "
+                         f"--quantize int4 (or none)")
+    threshold = options.thresholds.token_agreement
+    tokenizer = _tokenizer(files["tokenizer.json"])
+    prompts = [tokenizer.encode(p).ids for p in GATE_PROMPTS]
+    reference = _Runner(spec.source, layout)
+    with steps.step("reference: fp32 greedy tokens") as note:
+        references = [reference.greedy(p, GATE_TOKENS) for p in prompts]
+        note(f"{len(prompts)} prompts × {GATE_TOKENS} tokens")
+    current, metadata = spec.source, dict(spec.metadata)
+    if method == "int4":
+        with steps.step("quantize (int4, weight-only)") as note:
+            current = work / "int4.onnx"
+            algo = options.algo or "rtn"
+            if algo not in DECODER_ALGOS:  # they calibrate on feeds: a decoder's need a cache
+                raise BuildError(f"--algo {algo}: a decoder's int4 is {' or '.join(DECODER_ALGOS)}"
+                                 " here (gptq and awq calibrate on sample feeds, which this "
+                                 "build does not make for a decoder yet)")
+            matmuls = work / "matmul.onnx"
+            rewritten = gemm_as_matmul(spec.source, matmuls)
+            quant_methods.apply("int4", matmuls if rewritten else spec.source, current,
+                                op_types=("MatMul",),
+                                per_channel=False, reduce_range=False, algo=algo,
+                                block_size=options.block_size or 32,
+                                symmetric=True if options.symmetric is None else options.symmetric,
+                                keep_fp32_ops=(), calibration=[], candidates=[])
+            blocks = sum(n.op_type == "MatMulNBits"
+                         for n in signature.parse(current).graph.node)
+            if not blocks:
+                raise NothingToQuantizeError(
+                    f"{spec.source}: int4 found no MatMul or Gemm with constant weights to "
+                    "quantize: build it fp32")
+            agreement = _Runner(current, layout).agreement(prompts, references)
+            metadata["quantization"] = {"type": "int4", "method": f"int4 {algo}",
+                                        "nodes": blocks, "gemm_as_matmul": rewritten,
+                                        "block_size": options.block_size or 32,
+                                        "gate": agreement.to_dict(), "threshold": threshold}
+            note(f"token agreement {agreement.forced:.3f} (threshold {threshold})")
+            if agreement.forced < threshold:
+                raise AccuracyGateError(
+                    f"int4 fails the generation gate: greedy token agreement with the fp32 model "
+                    f"{agreement.forced:.3f} < {threshold} (worst prompt "
+                    f"{agreement.worst:.3f}, free-running prefix {agreement.prefix:.3f}); keep "
+                    "it fp32, or lower --min-token-agreement knowingly")
+    with steps.step("logits of the last position only") as note:
+        last = work / "last.onnx"
+        if last_position_logits(current, last, layout):
+            current = last
+            metadata["last_position_logits"] = True
+            note("the vocabulary projection runs on the last position, not the whole prompt")
+        else:
+            note("not applied: logits is not a MatMul of [batch, sequence, hidden] states")
+    with steps.step("package") as note:
+        shutil.copyfile(current, staging / PORTABLE)
+        for name, path in files.items():
+            shutil.copyfile(path, staging / name)
+        chosen = PORTABLE
+        if options.optimize:
+            chosen = "model.ort" if options.ort_format else "model.opt.onnx"
+            optimize.optimize_offline(staging / PORTABLE, staging / chosen, options.level)
+            note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
+        manifest = Manifest(
+            name=spec.name, model=chosen, portable=PORTABLE, onnxruntime=ort.__version__,
+            optimization=options.level if options.optimize else "none",
+            inputs=inputs, outputs=outputs,
+            files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
+            pipeline="generate", pipeline_options=dict(spec.pipeline_options),
+            example=spec.example or "Hello", metadata=metadata)
+        manifest.dump(staging)
+    with steps.step("verify: the artifact as the runtime loads it") as note:
+        pipeline, load_ms = _load_artifact(staging)
+        shipped = _Runner(None, layout, decoder=pipeline.decoder)
+        agreement = shipped.agreement(prompts, references)
+        note(f"token agreement {agreement.forced:.3f}, prefix {agreement.prefix:.3f}")
+        if agreement.forced < threshold:  # (offline optimization changed what it chooses)
+            raise AccuracyGateError(f"the built artifact's greedy tokens differ from the "
+                                    f"source's: agreement {agreement.forced:.3f} < {threshold}")
+        metadata["decoder"] = {
+            **layout.summary(), "context_length": pipeline.context_length,
+            "eos_token_ids": sorted(pipeline.decoder.eos_ids),
+            "bos_token": pipeline.bos_token or None, "chat_template": pipeline.chat is not None}
+        metadata["build"] = {"accuracy": agreement.to_dict()}
+        options_out = {**manifest.pipeline_options, "context_length": pipeline.context_length,
+                       "eos_token_ids": sorted(pipeline.decoder.eos_ids)}
+        manifest = manifest._replace(metadata=metadata, pipeline_options=options_out)
+        manifest.dump(staging)
+    before = Figures(spec.source.stat().st_size, reference.load_ms, reference.ms_per_token())
+    after = Figures(folder_size(staging), load_ms, shipped.ms_per_token())
+    accuracy = Accuracy(None, None, None, agreement.forced, agreement.positions,
+                        compared=("greedy tokens (teacher-forced agreement)",))
+    return manifest, before, after, accuracy
+
+
+def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> bool:
+    """Project only the last position onto the vocabulary: the ``MatMul`` that makes ``logits``
+    takes ``Gather(hidden, [-1], axis=1)`` instead of every position's hidden state. The
+    generate pipeline reads the last row alone, and a prompt's other rows cost a
+    sequence × hidden × vocabulary product for nothing (~12 % of a 45-token prefill of the
+    246 M test decoder). Kept only when the result's logits equal the source's last row on a
+    5-token prompt (a graph whose MatMul sees [batch × sequence, hidden] would differ)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    node = next((n for n in graph.node if "logits" in n.output), None)
+    if node is None or node.op_type != "MatMul":
+        return False
+    hidden = node.input[0]
+    graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), "last_position"))
+    gather = helper.make_node("Gather", [hidden, "last_position"], ["last_hidden"], axis=1,
+                              name="last_position_hidden")
+    node.input[0] = "last_hidden"
+    nodes = list(graph.node)
+    nodes.insert(nodes.index(node), gather)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    for value in graph.output:
+        if value.name == "logits":
+            value.type.tensor_type.shape.dim[1].Clear()
+            value.type.tensor_type.shape.dim[1].dim_value = 1
+    onnx.save(model, str(target))
+    feeds = _prefill_feeds(layout, 5)
+    try:
+        want = _session(source).run(["logits"], feeds)[0][:, -1:]
+        got = _session(target).run(["logits"], feeds)[0]
+    except Exception:  # onnxruntime's own errors: the rewrite does not fit this graph
+        return False
+    return bool(got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5))
+
+
+def _prefill_feeds(layout: DecoderLayout, count: int) -> dict[str, Any]:
+    import numpy as np
+
+    ids = layout.ids_dtype
+    feeds: dict[str, Any] = {"input_ids": np.arange(3, 3 + count, dtype=ids)[None]}
+    if layout.attention_mask:
+        feeds["attention_mask"] = np.ones((1, count), ids)
+    if layout.position_ids:
+        feeds["position_ids"] = np.arange(count, dtype=ids)[None]
+    empty = np.zeros((1, layout.kv_heads, 0, layout.head_dim), layout.kv_dtype)
+    feeds.update(dict.fromkeys(layout.inputs()[len(feeds):], empty))
+    return feeds
+
+
+def gemm_as_matmul(source: Path, target: Path) -> int:
+    """Rewrite each ``Gemm`` whose weights are a constant (``alpha`` 1, ``A`` untransposed) as
+    ``MatMul`` (+ ``Add`` of its bias): int4's ``MatMulNBits`` takes MatMuls only, and GPT-2-style
+    exports project with Gemm (its ``Conv1D`` layers). Saved to ``target``; → how many."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    weights = {i.name: i for i in graph.initializer}
+    nodes, count, transposed = [], 0, set()
+    for node in graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if (node.op_type != "Gemm" or node.input[1] not in weights
+                or attributes.get("alpha", 1.0) != 1.0 or attributes.get("transA", 0)):
+            nodes.append(node)
+            continue
+        weight = node.input[1]
+        if attributes.get("transB", 0) and weight not in transposed:  # [N, K] → [K, N]
+            flipped = numpy_helper.to_array(weights[weight]).T.copy()
+            weights[weight].CopyFrom(numpy_helper.from_array(flipped, weight))
+            transposed.add(weight)
+        bias = node.input[2] if len(node.input) > 2 and node.input[2] else ""
+        product = f"{node.output[0]}_matmul" if bias else node.output[0]
+        nodes.append(helper.make_node("MatMul", [node.input[0], weight], [product],
+                                      name=f"{node.name}_matmul"))
+        if bias:
+            if attributes.get("beta", 1.0) != 1.0:
+                scaled = f"{bias}_beta"
+                graph.initializer.append(numpy_helper.from_array(
+                    numpy_helper.to_array(weights[bias]) * attributes["beta"], scaled))
+                bias = scaled
+            nodes.append(helper.make_node("Add", [product, bias], [node.output[0]],
+                                          name=f"{node.name}_bias"))
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+        onnx.save(model, str(target))
+    return count
+
+
+class _Runner:
+    """Greedy decoding on the handler's own decode path (C API, the cache as OrtValues)."""
+
+    def __init__(self, path: Path | None, layout: DecoderLayout,
+                 decoder: Decoder | None = None) -> None:
+        started = time.perf_counter()
+        if decoder is None:
+            assert path is not None
+            session = Session(str(path), intra_op_threads=threads_for(None, visible_cpus()))
+            decoder = Decoder(session, layout, 1 << 20, frozenset())
+        self.load_ms = (time.perf_counter() - started) * 1000.0
+        self.decoder, self.layout = decoder, layout
+        self._step_ms: list[float] = []
+
+    def _cache(self, length: int) -> KVCache:
+        return KVCache(self.decoder.runner, self.layout, length)
+
+    def _choose(self, cache: KVCache) -> int:
+        argmax = self.decoder.argmax
+        if argmax is not None:
+            return argmax.choose(cache.logits)
+        row = cache.row()
+        return row.index(max(row))
+
+    def greedy(self, prompt: list[int], count: int) -> list[int]:
+        cache = self._cache(len(prompt) + count)
+        try:
+            cache.forward(prompt)
+            tokens: list[int] = []
+            for _ in range(count):
+                tokens.append(self._choose(cache))
+                started = time.perf_counter()
+                cache.forward([tokens[-1]])
+                self._step_ms.append((time.perf_counter() - started) * 1000.0)
+            return tokens
+        finally:
+            cache.close()
+
+    def forced(self, prompt: list[int], reference: list[int]) -> float:
+        cache = self._cache(len(prompt) + len(reference))
+        try:
+            cache.forward(prompt)
+            hits = 0
+            for token in reference:
+                hits += self._choose(cache) == token
+                cache.forward([token])
+            return hits / len(reference)
+        finally:
+            cache.close()
+
+    def agreement(self, prompts: list[list[int]], references: list[list[int]]) -> Agreement:
+        forced = [self.forced(p, r) for p, r in zip(prompts, references, strict=True)]
+        prefixes = []
+        for prompt, reference in zip(prompts, references, strict=True):
+            own = self.greedy(prompt, len(reference))
+            same = next((i for i, (a, b) in enumerate(zip(own, reference, strict=True))
+                         if a != b), len(reference))
+            prefixes.append(same / len(reference))
+        positions = sum(len(r) for r in references)
+        return Agreement(sum(f * len(r) for f, r in zip(forced, references, strict=True))
+                         / positions, sum(prefixes) / len(prefixes), min(forced), positions)
+
+    def ms_per_token(self) -> float:
+        times = sorted(self._step_ms)
+        return times[len(times) // 2] if times else 0.0
+
+
+def _files(spec: ModelSpec) -> dict[str, Path]:
+    files = dict(spec.files)
+    for name in HF_FILES:
+        beside = spec.source.parent / name
+        if name not in files and beside.is_file():
+            files[name] = beside
+    if "tokenizer.json" not in files:
+        raise BuildError(f"{spec.source}: a decoder needs its tokenizer.json (beside the model, "
+                         "or --file PATH/tokenizer.json)")
+    return files
+
+
+def _tokenizer(path: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+def _session(source: Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's own exception types: any load failure
+        raise InvalidModelError(f"{source}: onnxruntime cannot load it: {exc}") from None
+
+
+def _load_artifact(folder: Path) -> tuple[Any, float]:
+    """The built folder through the handler (resolve, Model, the generate pipeline)."""
+    from handler.pipelines.generate import GeneratePipeline
+
+    started = time.perf_counter()
+    try:
+        artifact = resolve(str(folder), ort_version=ort.__version__, verify="never",
+                           cache_dir=str(folder))
+        model = Model(artifact, threads=threads_for(None, visible_cpus()),
+                      graph_optimization=graph_optimization("auto", "generate"))
+        pipeline = GeneratePipeline(model, artifact.manifest.pipeline_options
+                                    if artifact.manifest else {})
+    except ModelLoadError as exc:
+        raise BuildError(f"the built decoder does not load in the handler: {exc}") from exc
+    return pipeline, (time.perf_counter() - started) * 1000.0

@@ -1,0 +1,41 @@
+"""The test decoders (``onnx_lambda.examples.decoder``, tiny, seed 0), built once per test session
+under pytest's basetemp, and transformers' own greedy tokens for them."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from onnx_lambda.examples import decoder
+
+SEED = 0
+PROMPTS = ("The cat sat on the mat.", "Why is the sky blue?", "Le chat dort 🎉")
+
+
+def folder(factory: pytest.TempPathFactory, kind: str) -> Path:
+    """The exported ``kind`` decoder (model.onnx and its tokenizer files), made once."""
+    path = factory.getbasetemp() / f"decoder-{kind}"
+    if not (path / "model.onnx").exists():
+        decoder.export(kind, "tiny", path, SEED)
+    return path
+
+
+@cache
+def torch_model(kind: str) -> object:
+    return decoder.build_torch(kind, decoder.SIZES["tiny"], SEED)
+
+
+def transformers_greedy(kind: str, prompt_ids: list[int], new_tokens: int) -> list[int]:
+    """transformers' ``generate(do_sample=False)``: the reference every runtime must equal."""
+    import torch
+
+    model = torch_model(kind)
+    ids = torch.tensor([prompt_ids])
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                             do_sample=False, eos_token_id=None,
+                             pad_token_id=0)
+    tokens: list[int] = out[0, len(prompt_ids):].tolist()
+    return tokens
