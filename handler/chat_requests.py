@@ -9,14 +9,13 @@ Ranges are OpenAI's: ``temperature`` 0–2, ``top_p`` 0–1, ``stop`` at most 4 
 
 from __future__ import annotations
 
-from handler.generation.params import GenerationParams
-from handler.openai_api import RequestError
+from handler.errors import FieldError
+from handler.generation.params import GenerationParams, integer, number, stop_sequences
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_STOP = 4  # OpenAI's limit on stop sequences
 MAX_SEED = 2**63 - 1  # OpenAI's seed is an int64
 ROLES = frozenset({"system", "developer", "user", "assistant"})
 MESSAGE_FIELDS = frozenset({"role", "content", "name"})
@@ -47,43 +46,43 @@ def check_fields(body: dict[str, Any], chat: bool) -> None:
     known = CHAT_FIELDS if chat else COMPLETION_FIELDS
     unknown = sorted(set(body) - known)
     if unknown:
-        raise RequestError(f"Unrecognized request argument supplied: {', '.join(unknown)}",
+        raise FieldError(f"Unrecognized request argument supplied: {', '.join(unknown)}",
                            unknown[0], "unknown_parameter")
     unsupported = UNSUPPORTED_CHAT if chat else UNSUPPORTED_COMPLETION
     for name, neutral in unsupported.items():
         value = body.get(name)
         if value not in (None, False, [], {}, "") and value not in neutral:
-            raise RequestError(f"'{name}' is not supported by this function (text generation "
+            raise FieldError(f"'{name}' is not supported by this function (text generation "
                                "only)", name, "unsupported_parameter")
     for name in ("logprobs", "logit_bias"):  # both routes: no log-probabilities, no biases
         if body.get(name) not in (None, False, 0, {}):
-            raise RequestError(f"'{name}' is not supported by this function", name,
+            raise FieldError(f"'{name}' is not supported by this function", name,
                                "unsupported_parameter")
     for name in IGNORED & set(body):
         value = body[name]
         if name != "metadata" and not isinstance(value, str | None):
-            raise RequestError(f"'{name}' must be a string", name)
+            raise FieldError(f"'{name}' must be a string", name)
 
 
 def messages(value: Any) -> list[dict[str, Any]]:
     """``messages`` → ``[{"role", "content"[, "name"]}]`` with each content as one string
     (a list of text parts joined by newlines), for the model's chat template."""
     if not isinstance(value, list) or not value:
-        raise RequestError("'messages' must be a non-empty list of {role, content} objects",
+        raise FieldError("'messages' must be a non-empty list of {role, content} objects",
                            "messages")
     checked = []
     for i, message in enumerate(value):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
-            raise RequestError(f"{where} must be an object with 'role' and 'content'", where)
+            raise FieldError(f"{where} must be an object with 'role' and 'content'", where)
         role = message.get("role")
         if role not in ROLES:
             supported = ", ".join(sorted(ROLES))
-            raise RequestError(f"{where}.role {role!r:.40} is not supported: one of "
+            raise FieldError(f"{where}.role {role!r:.40} is not supported: one of "
                                f"{supported} (no tools here)", f"{where}.role")
         extra = sorted(set(message) - MESSAGE_FIELDS)
         if extra:
-            raise RequestError(f"{where} has fields this function does not support: "
+            raise FieldError(f"{where} has fields this function does not support: "
                                f"{', '.join(extra)}", f"{where}.{extra[0]}")
         # "developer" is OpenAI's newer name for "system", which chat templates know
         entry = {"role": "system" if role == "developer" else role,
@@ -91,7 +90,7 @@ def messages(value: Any) -> list[dict[str, Any]]:
         name = message.get("name")
         if name is not None:
             if not isinstance(name, str):
-                raise RequestError(f"{where}.name must be a string", f"{where}.name")
+                raise FieldError(f"{where}.name must be a string", f"{where}.name")
             entry["name"] = name
         checked.append(entry)
     return checked
@@ -106,12 +105,12 @@ def _content(value: Any, where: str) -> str:
             if not (isinstance(part, dict) and part.get("type") == "text"
                     and isinstance(part.get("text"), str)):
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise RequestError(f"{where}.content[{j}] is a {kind!r:.40} part: this "
+                raise FieldError(f"{where}.content[{j}] is a {kind!r:.40} part: this "
                                    "function reads text parts only ({type: 'text', text})",
                                    f"{where}.content")
             texts.append(part["text"])
         return "\n".join(texts)
-    raise RequestError(f"{where}.content must be a string or a list of text parts",
+    raise FieldError(f"{where}.content must be a string or a list of text parts",
                        f"{where}.content")
 
 
@@ -120,14 +119,14 @@ def prompt(value: Any) -> str:
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
         value = value[0]
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        raise RequestError(f"'prompt' holds {len(value)} prompts: send one per request",
+        raise FieldError(f"'prompt' holds {len(value)} prompts: send one per request",
                            "prompt")
     if isinstance(value, list) and value and not isinstance(value[0], str):
-        raise RequestError("'prompt' as token ids is not supported: send the text", "prompt")
+        raise FieldError("'prompt' as token ids is not supported: send the text", "prompt")
     if not isinstance(value, str):
-        raise RequestError("'prompt' must be a string", "prompt")
+        raise FieldError("'prompt' must be a string", "prompt")
     if not value:
-        raise RequestError("'prompt' is empty", "prompt")
+        raise FieldError("'prompt' is empty", "prompt")
     return value
 
 
@@ -135,14 +134,14 @@ def max_tokens(body: dict[str, Any]) -> tuple[int | None, str]:
     """``max_completion_tokens`` (chat) or ``max_tokens``, when given → (value, its name)."""
     newer, older = body.get("max_completion_tokens"), body.get("max_tokens")
     if newer is not None and older is not None and newer != older:
-        raise RequestError("give 'max_completion_tokens' or 'max_tokens', not both",
+        raise FieldError("give 'max_completion_tokens' or 'max_tokens', not both",
                            "max_tokens")
     name = "max_tokens" if newer is None else "max_completion_tokens"
     value = older if newer is None else newer
     if value is None:
         return None, name
     if value.__class__ is not int or value < 1:
-        raise RequestError(f"'{name}' must be a positive integer, got {value!r:.40}", name)
+        raise FieldError(f"'{name}' must be a positive integer, got {value!r:.40}", name)
     return value, name
 
 
@@ -150,81 +149,58 @@ def params(body: dict[str, Any], tokens: int) -> GenerationParams:
     """The sampling fields → ``GenerationParams`` for ``tokens`` new tokens at most."""
     n = body.get("n")
     if n is not None and n != 1:
-        raise RequestError(f"'n' must be 1: this function generates one choice per request, "
+        raise FieldError(f"'n' must be 1: this function generates one choice per request, "
                            f"got {n!r:.40}", "n")
     for name in ("frequency_penalty", "presence_penalty"):
         value = _number(body, name, -2.0, 2.0, 0.0)
         if value:  # additive penalties: not what the pipeline's multiplicative one does
-            raise RequestError(f"'{name}' is not supported (only 0): use the extension field "
+            raise FieldError(f"'{name}' is not supported (only 0): use the extension field "
                                "'repetition_penalty' (1 = none, 1.1–1.3 typical)", name)
     temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
     top_p = _number(body, "top_p", 0.0, 1.0, 1.0)
     if top_p == 0.0:  # no probability mass kept but the likeliest token's: greedy
         temperature, top_p = 0.0, 1.0
-    penalty = _number(body, "repetition_penalty", 0.0, float("inf"), 1.0)
-    if penalty <= 0.0:
-        raise RequestError("'repetition_penalty' must be above 0 (1 = none)",
-                           "repetition_penalty")
+    penalty = body.get("repetition_penalty")
+    penalty = 1.0 if penalty is None else number("repetition_penalty", penalty, 0.0, None,
+                                                 low_open=True)
     return GenerationParams(
         max_tokens=tokens, temperature=temperature, top_p=top_p,
         top_k=max(_integer(body, "top_k", -1, 2**31 - 1, 0), 0),  # -1: vLLM's "off"
         seed=_integer(body, "seed", -MAX_SEED - 1, MAX_SEED, None),
-        repetition_penalty=penalty, stop=_stop(body.get("stop")))
+        repetition_penalty=penalty, stop=stop_sequences(body.get("stop")))
 
 
 def streaming(body: dict[str, Any]) -> tuple[bool, bool]:
     """``stream``, ``stream_options.include_usage`` → (stream, include usage)."""
     stream = body.get("stream")
     if stream not in (None, True, False):
-        raise RequestError("'stream' must be true or false", "stream")
+        raise FieldError("'stream' must be true or false", "stream")
     options = body.get("stream_options")
     if options is None:
         return bool(stream), False
     if not stream:
-        raise RequestError("'stream_options' is only allowed when 'stream' is true",
+        raise FieldError("'stream_options' is only allowed when 'stream' is true",
                            "stream_options")
     if not isinstance(options, dict):
-        raise RequestError("'stream_options' must be an object", "stream_options")
+        raise FieldError("'stream_options' must be an object", "stream_options")
     extra = sorted(set(options) - {"include_usage", "include_obfuscation"})
     if extra:
-        raise RequestError(f"Unrecognized stream option: {', '.join(extra)}",
+        raise FieldError(f"Unrecognized stream option: {', '.join(extra)}",
                            "stream_options")
     usage = options.get("include_usage")
     if usage not in (None, True, False):
-        raise RequestError("'stream_options.include_usage' must be true or false",
+        raise FieldError("'stream_options.include_usage' must be true or false",
                            "stream_options.include_usage")
     return True, bool(usage)
 
 
-def _stop(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    stops = [value] if isinstance(value, str) else value
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise RequestError("'stop' must be a non-empty string or a list of them", "stop")
-    if len(stops) > MAX_STOP:
-        raise RequestError(f"'stop' has {len(stops)} sequences; at most {MAX_STOP}", "stop")
-    return tuple(stops)
-
-
-def _number(body: dict[str, Any], name: str, low: float, high: float,
+def _number(body: dict[str, Any], name: str, low: float, high: float | None,
             default: float) -> float:
     value = body.get(name)
-    if value is None:
-        return default
-    if value.__class__ not in (int, float) or not low <= value <= high:
-        span = f"at least {low:g}" if high == float("inf") else f"between {low:g} and {high:g}"
-        raise RequestError(f"'{name}' must be a number {span}, got {value!r:.40}", name)
-    return float(value)
+    return default if value is None else number(name, value, low, high)
 
 
 def _integer(body: dict[str, Any], name: str, low: int, high: int,
              default: int | None) -> Any:
     value = body.get(name)
-    if value is None:
-        return default
-    if value.__class__ is not int or not low <= value <= high:
-        raise RequestError(f"'{name}' must be an integer between {low} and {high}, got "
-                           f"{value!r:.40}", name)
-    return value
-
+    return default if value is None else integer(name, value, low, high)

@@ -36,6 +36,14 @@ class InvalidInputError(BadRequestError):
     type = "InvalidInput"
 
 
+class FieldError(InvalidInputError):
+    """A 400 naming the request field at fault (OpenAI's error shape carries it as ``param``)."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.param, self.code = param, code
+
+
 class NotFoundError(OnnxLambdaError):
     status = 404
     type = "NotFound"

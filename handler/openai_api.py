@@ -23,7 +23,7 @@ from functools import partial
 from handler import embedding_requests
 from handler.codecs import simple
 from handler.errors import (
-    InvalidInputError,
+    FieldError,
     NotFoundError,
     OnnxLambdaError,
 )
@@ -43,14 +43,6 @@ ENCODINGS = ("float", "base64")
 FIELDS = frozenset({"input", "model", "encoding_format", "dimensions", "user"})
 # Our status → OpenAI's error ``type`` (the SDK picks its exception by status alone)
 _TYPES = {401: "invalid_request_error", 403: "invalid_request_error", 429: "rate_limit_error"}
-
-
-class RequestError(InvalidInputError):
-    """A 400 naming the request field at fault, as OpenAI's ``param``."""
-
-    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.param, self.code = param, code
 
 
 class ModelNotFoundError(NotFoundError):
@@ -82,30 +74,30 @@ def _card(service: Service) -> dict[str, Any]:
 def embeddings(service: Service, request: Request, timer: StageTimer) -> Response:
     body = simple.parse_json(request)
     if not isinstance(body, dict):
-        raise RequestError("the body must be a JSON object with 'input' and 'model'")
+        raise FieldError("the body must be a JSON object with 'input' and 'model'")
     unknown = sorted(set(body) - FIELDS)
     if unknown:
-        raise RequestError(f"unrecognized request argument supplied: {', '.join(unknown)}",
+        raise FieldError(f"unrecognized request argument supplied: {', '.join(unknown)}",
                            unknown[0])
     model = body.get("model")
     if not isinstance(model, str):
-        raise RequestError("'model' must be a string: this function serves "
+        raise FieldError("'model' must be a string: this function serves "
                            f"{service.model.name!r}", "model")
     if model != service.model.name:
         raise ModelNotFoundError(f"the model {model!r} does not exist; this function serves "
                                  f"{service.model.name!r}")
     pipeline: Any = service.pipeline  # a TextEmbeddingPipeline, checked below
     if pipeline.name != "text-embedding":
-        raise RequestError(f"{model!r} is a {pipeline.name} model: /v1/embeddings needs a "
+        raise FieldError(f"{model!r} is a {pipeline.name} model: /v1/embeddings needs a "
                            "text-embedding model", "model")
     encoding = body.get("encoding_format", "float")
     if encoding is None:
         encoding = "float"
     if encoding not in ENCODINGS:
-        raise RequestError(f"'encoding_format' must be 'float' or 'base64', got {encoding!r}",
+        raise FieldError(f"'encoding_format' must be 'float' or 'base64', got {encoding!r}",
                            "encoding_format")
     if "user" in body and not isinstance(body["user"], str | None):
-        raise RequestError("'user' must be a string", "user")
+        raise FieldError("'user' must be a string", "user")
     dimensions = _dimensions(body.get("dimensions"))
     items, feeds_of = _inputs(body.get("input"), pipeline)
     timer.mark("decode")
@@ -115,7 +107,7 @@ def embeddings(service: Service, request: Request, timer: StageTimer) -> Respons
     if dimensions:
         problem = embedding_requests.width_problem(dimensions, len(vectors[0]), pipeline)
         if problem:
-            raise RequestError(problem, "dimensions")
+            raise FieldError(problem, "dimensions")
         vectors = [embedding_requests.shorten(v, dimensions, encoding) for v in vectors]
     used = sum(tokens)
     return Response(200, payload={
@@ -129,7 +121,7 @@ def _dimensions(value: Any) -> int | None:
     if value is None:
         return None
     if value.__class__ is not int or value < 1:
-        raise RequestError(f"'dimensions' must be a positive integer, got {value!r}",
+        raise FieldError(f"'dimensions' must be a positive integer, got {value!r}",
                            "dimensions")
     return value
 
@@ -139,26 +131,26 @@ def _inputs(value: Any, pipeline: Any) -> tuple[list[Any], Callable[[list[Any]],
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
-        raise RequestError("'input' must be a non-empty string, a non-empty list of strings, "
+        raise FieldError("'input' must be a non-empty string, a non-empty list of strings, "
                            "a list of token ids or a list of such lists", "input")
     if len(value) > MAX_INPUTS:
-        raise RequestError(f"'input' has {len(value)} items; at most {MAX_INPUTS} per request",
+        raise FieldError(f"'input' has {len(value)} items; at most {MAX_INPUTS} per request",
                            "input")
     first = value[0]
     if isinstance(first, str):
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise RequestError(f"input[{i}] is not a string (mix no types)", "input")
+                raise FieldError(f"input[{i}] is not a string (mix no types)", "input")
             if not item:
-                raise RequestError(f"input[{i}] is empty", "input")
+                raise FieldError(f"input[{i}] is empty", "input")
             if len(item) > MAX_INPUT_CHARS:
-                raise RequestError(f"input[{i}] is {len(item)} characters; at most "
+                raise FieldError(f"input[{i}] is {len(item)} characters; at most "
                                    f"{MAX_INPUT_CHARS}", "input")
         return value, pipeline.text.feeds
     rows = [value] if embedding_requests.is_id(first) else value
     problem = embedding_requests.bad_ids(rows, pipeline.text.tokenizer.get_vocab_size())
     if problem:
-        raise RequestError(problem, "input")
+        raise FieldError(problem, "input")
     return rows, partial(embedding_requests.id_feeds, pipeline)
 
 

@@ -11,7 +11,7 @@ with ``data: [DONE]``: live, one write per token, in Lambda's response-streaming
 The first token is generated before the answer's status is chosen: a deadline that leaves no
 time for it is a 504, a prompt the pipeline refuses a 400, and the ``Server-Timing`` header
 carries ``ttft`` even when the rest streams. The deadline during generation ends it cleanly
-with ``finish_reason: "length"`` (``Deadline``).
+with ``finish_reason: "length"`` (``handler.generation.deadline``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,14 @@ from handler import chat_requests
 from handler.codecs import simple
 from handler.errors import (
     DeadlineExceededError,
+    FieldError,
     InvalidInputError,
     NotFoundError,
     OnnxLambdaError,
 )
+from handler.generation.deadline import Deadline
 from handler.http import Response
-from handler.openai_api import ModelNotFoundError, RequestError, error
+from handler.openai_api import ModelNotFoundError, error
 from handler.telemetry import now
 
 TYPE_CHECKING = False
@@ -61,7 +63,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
     chat = operation == CHAT
     body = simple.parse_json(request)
     if not isinstance(body, dict):
-        raise RequestError("the body must be a JSON object with 'model' and "
+        raise FieldError("the body must be a JSON object with 'model' and "
                            f"'{'messages' if chat else 'prompt'}'")
     chat_requests.check_fields(body, chat)
     model = _model(service, body.get("model"), chat)
@@ -78,7 +80,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
     room = pipeline.context_length - len(prompt_ids)
     if room < 1 or (limit is not None and limit > room):
         wanted = "" if limit is None else f" and {limit} to generate"
-        raise RequestError(f"this model's context is {pipeline.context_length} tokens; the "
+        raise FieldError(f"this model's context is {pipeline.context_length} tokens; the "
                            f"{where} takes {len(prompt_ids)}{wanted}: shorten the {where}"
                            f"{'' if limit is None else f' or lower {limit_name!r}'}",
                            where if room < 1 or limit is None else limit_name,
@@ -107,7 +109,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
 def _model(service: Service, model: Any, chat: bool) -> str:
     name = service.model.name
     if not isinstance(model, str):
-        raise RequestError(f"'model' must be a string: this function serves {name!r}", "model")
+        raise FieldError(f"'model' must be a string: this function serves {name!r}", "model")
     if model != name:
         raise ModelNotFoundError(f"the model {model!r} does not exist; this function serves "
                                  f"{name!r}")
@@ -119,44 +121,9 @@ def _model(service: Service, model: Any, chat: bool) -> str:
     return model
 
 
-def _at(exc: InvalidInputError, param: str) -> RequestError:
+def _at(exc: InvalidInputError, param: str) -> FieldError:
     """The pipeline's refusal of the prompt, naming the field at fault."""
-    return RequestError(exc.message, param)
-
-
-class Deadline:
-    """``should_stop`` for the pipeline: True once the invocation's remaining time no longer
-    covers the slowest decode step so far (the time between two calls) plus the margin for
-    encoding and returning the answer."""
-
-    __slots__ = ("_last", "_left", "_margin", "_step_ms", "expired")
-
-    def __init__(self, context: Any, margin_ms: float) -> None:
-        self._left = getattr(context, "get_remaining_time_in_millis", None)
-        self._margin = margin_ms
-        self._last: float | None = None
-        self._step_ms = 0.0
-        self.expired = False
-
-    def allows(self, needed_ms: float) -> bool:
-        """Whether ``needed_ms`` (the first token's) fit before the margin."""
-        return self._left is None or self._left() >= self._margin + needed_ms
-
-    def decoding(self) -> None:
-        """The first token is out: the steps timed from here on are decode steps (a prefill
-        taken for one would end every later answer early by its length)."""
-        self._last, self._step_ms = now(), 0.0
-
-    def __call__(self) -> bool:
-        if self._left is None:
-            return False
-        at = now()
-        if self._last is not None:
-            self._step_ms = max(self._step_ms, (at - self._last) * 1000.0)
-        self._last = at
-        left: float = self._left()
-        self.expired = left < self._margin + self._step_ms
-        return self.expired
+    return FieldError(exc.message, param)
 
 
 class Run:

@@ -240,13 +240,13 @@ class Service:
                   context: Any) -> Response:
         """A whole generation (``handler.pipelines.generate``), stopped before the deadline;
         timed as ``generate``, which the per-inference deadline check does not read."""
-        from handler.generation.decoder import deadline  # generative models only
+        from handler.generation.deadline import Deadline  # generative models only
 
         timer.mark("decode")
-        should_stop = deadline(context, self.settings.deadline_margin_ms)
-        if should_stop():
+        deadline = Deadline(context, self.settings.deadline_margin_ms)
+        if not deadline.allows(0.0):
             raise DeadlineExceededError("no time left in this invocation to generate")
-        answer = self.pipeline.answer(inputs, parameters, should_stop)
+        answer = self.pipeline.answer(inputs, parameters, deadline)
         timer.mark("generate")
         return Response(200, answer)
 

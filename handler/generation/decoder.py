@@ -8,8 +8,6 @@ a ``for`` loop that breaks and drops it) releases the sequence's ORT values at o
 
 from __future__ import annotations
 
-import time
-
 from handler.errors import InferenceError, InvalidInputError
 from handler.generation.cache import KVCache
 from handler.generation.layout import DecoderLayout
@@ -107,21 +105,3 @@ def _finish(text: Detokenizer, stops: StopText) -> tuple[str, bool]:
     back for a stop sequence that never came (or cut at one the last bytes completed)."""
     tail, stopped = stops.feed(text.flush())
     return (tail if stopped else tail + stops.flush()), stopped
-
-
-def deadline(context: Any, margin_ms: float) -> Callable[[], bool]:
-    """``should_stop`` for an invocation: True once the time left is under ``margin_ms`` plus
-    twice the last step (the time between two calls), so the step it lets start can finish. A
-    context without ``get_remaining_time_in_millis`` (a local call) never stops."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is None:
-        return lambda: False
-    last = [0.0]
-
-    def should_stop() -> bool:
-        now = time.perf_counter()
-        step_ms = (now - last[0]) * 1000.0 if last[0] else 0.0
-        last[0] = now
-        return bool(remaining() < margin_ms + 2.0 * step_ms)
-
-    return should_stop

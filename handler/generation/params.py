@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from handler.errors import InvalidInputError
+from handler.errors import FieldError, InvalidInputError
 from handler.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -68,23 +68,25 @@ def from_parameters(parameters: Mapping[str, Any], context_length: int,
         stop=stop_sequences(get("stop")))
 
 
+# The checks of one field, shared with the OpenAI routes (handler.chat_requests): each refusal
+# names its field (OpenAI's ``param``).
 def integer(name: str, value: Any, low: int | None, high: int | None) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}")
+        raise FieldError(f"{name} must be an integer, got {value!r:.40}", name)
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"from {low}" if high is None else f"from {low} to {high}"
-        raise InvalidInputError(f"{name} must be {bounds}, got {value}")
+        raise FieldError(f"{name} must be {bounds}, got {value}", name)
     return value
 
 
 def number(name: str, value: Any, low: float, high: float | None, *,
            low_open: bool = False) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise InvalidInputError(f"{name} must be a number, got {value!r}")
+        raise FieldError(f"{name} must be a number, got {value!r:.40}", name)
     if value < low or (low_open and value == low) or (high is not None and value > high):
         low_side = f"above {low:g}" if low_open else f"at least {low:g}"
         high_side = "" if high is None else f" and at most {high:g}"
-        raise InvalidInputError(f"{name} must be {low_side}{high_side}, got {value:g}")
+        raise FieldError(f"{name} must be {low_side}{high_side}, got {value:g}", name)
     return float(value)
 
 
@@ -94,6 +96,6 @@ def stop_sequences(value: Any) -> tuple[str, ...]:
     stops = [value] if isinstance(value, str) else value
     if (not isinstance(stops, list) or len(stops) > MAX_STOP
             or not all(isinstance(s, str) and s for s in stops)):
-        raise InvalidInputError(f"stop must be a non-empty string or a list of at most "
-                                f"{MAX_STOP} non-empty strings")
+        raise FieldError(f"stop must be a non-empty string or a list of at most {MAX_STOP} "
+                         "non-empty strings", "stop")
     return tuple(stops)
