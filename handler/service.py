@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict, deque
 
 # codecs.npy and codecs.v2 load on first use (codecs.__getattr__)
-from handler import codecs, ping, routes, sources, tensors
+from handler import answers, codecs, ping, routes, sources, tensors
 from handler.codecs import simple
 from handler.environment import EnvironmentState
 from handler.errors import (
@@ -104,15 +104,15 @@ class Service:
             response = self._fit(self._dispatch(request, context, timer), request_id, request,
                                  source)
         except OnnxLambdaError as exc:
-            response = self._error(exc, request_id, request)
+            response = self._error_answer(exc, request_id, request)
             error_type = exc.type
         except Exception as exc:  # a bug or a user pipeline's failure: log it, answer 500
             import traceback  # rare path: keep its import off the cold start
 
             self.telemetry.log("error", "unhandled error", requestId=request_id,
                                error=repr(exc), traceback=traceback.format_exc())
-            response = self._error(OnnxLambdaError("internal error; see the function's logs"),
-                                   request_id, request)
+            response = self._error_answer(
+                OnnxLambdaError("internal error; see the function's logs"), request_id, request)
             error_type = "InternalError"
         durations = timer.close("encode")
         took = durations.get("inference")
@@ -199,7 +199,7 @@ class Service:
 
             return tei_api.handle(self, operation, request, timer)
         if operation == "health":
-            return Response(200, payload=self._health())
+            return Response(200, payload=answers.health(self))
         if operation in ("ready", "live"):
             return Response(200, payload={operation: True})
         if operation == "v2_server":
@@ -217,7 +217,7 @@ class Service:
             raise UnsupportedMediaTypeError(
                 f"content-type {kind!r} not supported: send {JSON} or {NPY}")
         accept = request.headers.get("accept")
-        answer_npy = _wants_npy(accept, default=is_npy) if accept else is_npy
+        answer_npy = answers.wants_npy(accept, default=is_npy) if accept else is_npy
         parameters: Mapping[str, Any] = {}
         if is_npy:
             feeds = codecs.npy.decode(request, self.model)
@@ -251,7 +251,7 @@ class Service:
         return Response(200, answer)
 
     def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
-        if _wants_npy(request.headers.get("accept", ""), default=False):
+        if answers.wants_npy(request.headers.get("accept", ""), default=False):
             raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
         decoded = codecs.v2.decode(request, self.model)
         if request.raw_response:  # direct invocations carry JSON only
@@ -370,17 +370,6 @@ class Service:
         arrays = codecs.npy.load_npz(self.model.artifact.file(name))  # data, never code
         return tensors.check(arrays, self.model.inputs)
 
-    def _health(self) -> dict[str, Any]:
-        return {"status": "ok", "model": self.model.name, "version": self.model.version,
-                "pipeline": self.pipeline.name, "threads": self.model.threads,
-                "graphOptimization": self.model.graph_optimization, "warmup": self.warmup_status,
-                "executionProvider": self.model.provider.provider,
-                "executionProviderReason": self.model.provider.reason,
-                "environmentId": self.state.environment_id,
-                "initializationType": self.state.initialization_type,
-                "inputs": [s.describe() for s in self.model.inputs],
-                "outputs": [s.describe() for s in self.model.outputs]}
-
     def _fit(self, response: Response, request_id: str, request: Request,
              source: sources.EventSource) -> Response:
         """Encode the body, gzip a large JSON one when the client accepts it; one that cannot
@@ -399,44 +388,16 @@ class Service:
         wire = size * 4 // 3 + 4 if response.sent_in_base64 else size  # base64 on the way
         if wire <= LAMBDA_MAX_SYNC_PAYLOAD - RESPONSE_ENVELOPE:
             return response
-        error = self._error(ResponseTooLargeError(
+        error = self._error_answer(ResponseTooLargeError(
             f"the response would be {wire} bytes; Lambda returns at most "
             f"{LAMBDA_MAX_SYNC_PAYLOAD}: ask for fewer outputs (parameters.outputs), binary "
             "tensors (V2 binary_data, .npy) or a smaller batch"), request_id, request)
         error.body_bytes()
         return error
 
-    def _error(self, exc: OnnxLambdaError, request_id: str,
-               request: Request | None = None) -> Response:
+    def _error_answer(self, exc: OnnxLambdaError, request_id: str,
+                      request: Request | None = None) -> Response:
         if exc.status >= 500:
             self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
                                cause=repr(exc.__cause__) if exc.__cause__ else None)
-        headers = {**exc.headers, "x-error-type": exc.type}
-        if request is not None and routes.is_openai(request.path):
-            from handler import openai_api  # (as in _dispatch)
-
-            return openai_api.error(exc, headers)
-        if request is not None and routes.is_tei(request.path):
-            from handler import tei_api  # (as in _dispatch)
-
-            return tei_api.error(exc, headers)
-        if request is not None and routes.is_v2(request.path):
-            # The Open Inference Protocol's shape: "error" is the message (Triton's and KServe's
-            # clients read it as a string); our type and request id ride along as extra fields.
-            return Response(exc.status, headers=headers, payload={
-                "error": exc.message, "type": exc.type, "requestId": request_id})
-        return Response(exc.status, headers=headers, payload={
-            "error": {"type": exc.type, "message": exc.message}, "requestId": request_id})
-
-
-def _wants_npy(accept: str, *, default: bool) -> bool:
-    """Content negotiation for /predict: JSON or .npy; anything else the client insists on → 406."""
-    accept = accept.lower()
-    if not accept or "*/*" in accept:
-        return default
-    if NPY in accept or "application/octet-stream" in accept:
-        return NPY in accept or default
-    if JSON in accept or "application/*" in accept:
-        return False
-    raise NotAcceptableError(f"cannot answer in {accept!r}: accept {JSON} or {NPY}")
-
+        return answers.error(exc, request_id, request)
