@@ -75,22 +75,29 @@ def service(model: Path) -> Any:
 
 def handler_target(built: Any, route: str) -> Target:
     """``route``: ``/predict`` (``{"inputs": [...]}``) or ``/v1/embeddings`` (base64)."""
-    from onnx_lambda.lambda_context import LambdaContext
 
     def prepare(sentences: list[str]) -> Call:
         body = ({"inputs": sentences} if route == "/predict" else
                 {"input": sentences, "model": built.model.name, "encoding_format": "base64"})
-        event, context = http_api_event(route, body), LambdaContext("bench", 60_000)
-
-        def call() -> object:
-            answer = built(event, context)
-            if answer["statusCode"] != 200:
-                raise RuntimeError(f"{route}: {answer['statusCode']} {answer['body'][:300]}")
-            return answer
-
-        return call
+        return checked_call(built, route, body)
 
     return prepare
+
+
+def checked_call(built: Any, route: str, body: dict[str, Any]) -> Call:
+    """One call of the handler ``built`` on an HTTP API ``route`` event; a non-200 answer stops
+    the benchmark (a fast error must never pass for a fast answer)."""
+    from onnx_lambda.lambda_context import LambdaContext
+
+    event, context = http_api_event(route, body), LambdaContext("bench", 60_000)
+
+    def call() -> object:
+        answer = built(event, context)
+        if answer["statusCode"] != 200:
+            raise RuntimeError(f"{route}: {answer['statusCode']} {answer['body'][:300]}")
+        return answer
+
+    return call
 
 
 def sentence_transformers_target() -> tuple[Target, str]:

@@ -23,8 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.embeddings_throughput import Call, Figures, artifact, machine, measure, service
-from benchmarks.openai_vs_predict import event as http_api_event
+from benchmarks.embeddings_throughput import (
+    Call,
+    Figures,
+    artifact,
+    checked_call,
+    machine,
+    measure,
+    service,
+)
 from onnx_lambda.examples.passages import QUERIES
 
 Queries = tuple[tuple[str, tuple[str, ...]], ...]
@@ -32,21 +39,10 @@ Queries = tuple[tuple[str, tuple[str, ...]], ...]
 
 def handler_target(built: Any, queries: Queries = QUERIES) -> Any:
     """Query numbers (as ``measure``'s items) → the call that reranks that query's passages."""
-    from onnx_lambda.lambda_context import LambdaContext
-
     def prepare(items: list[str]) -> Call:
         [number] = items
         query, passages = queries[int(number)]
-        event = http_api_event("/rerank", {"query": query, "texts": list(passages)})
-        context = LambdaContext("bench", 60_000)
-
-        def call() -> object:
-            answer = built(event, context)
-            if answer["statusCode"] != 200:
-                raise RuntimeError(f"/rerank: {answer['statusCode']} {answer['body'][:300]}")
-            return answer
-
-        return call
+        return checked_call(built, "/rerank", {"query": query, "texts": list(passages)})
 
     return prepare
 
