@@ -1,0 +1,70 @@
+"""Smoke run of ``python -m benchmarks.generation`` on the tiny test decoder: every target
+answers, the report has its rows, ratios and verdicts, greedy tokens agree across runtimes, and
+the cold-init table has a row per target. No timing is asserted."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from benchmarks import generation
+from benchmarks.generation_targets import Run, server_timing
+
+TARGETS = ("ours fp32", "ours int4", "onnxruntime-genai fp32", "onnxruntime-genai int4",
+           "PyTorch fp32")
+
+
+def test_decode_pace_counts_the_tokens_after_the_first() -> None:
+    run = Run(ttft_ms=100.0, total_ms=1100.0, tokens=tuple(range(11)), cpu_ms=900.0)
+    assert run.tokens_per_s == pytest.approx(10.0)
+    assert math.isnan(Run(5.0, 5.0, (1,), 1.0).tokens_per_s)
+
+
+def test_server_timing_reads_one_metric() -> None:
+    header = "init;dur=1.5, ttft;dur=12.25;desc=\"first token\", total;dur=40"
+    assert server_timing(header, "ttft") == 12.25
+    with pytest.raises(RuntimeError, match="no ttft"):
+        server_timing("total;dur=40", "ttft")
+
+
+def test_the_report_on_the_tiny_decoder(tmp_path_factory: pytest.TempPathFactory,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    workdir = tmp_path_factory.getbasetemp() / "generation-bench"
+    assert generation.main(["--size", "tiny", "--workdir", str(workdir), "--threads", "1",
+                            "--prompt-tokens", "5,12", "--new-tokens", "4", "--rounds", "1",
+                            "--cold-repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    # both runtimes on the same file, and PyTorch on the same weights, choose the same tokens
+    agreement = [line for line in out.splitlines() if line.startswith("greedy tokens")]
+    assert len(agreement) == 2
+    for line in agreement:
+        assert "fp32: ours 4 tokens, genai 4, the same tokens as genai's" in line
+        assert "ours the same tokens as PyTorch's" in line
+    rows = {(cells[1], cells[2]): cells[3:] for cells in (
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in out.splitlines() if re.match(r"\| 1 \| \d+ \|", line))}
+    lengths = {length for length, _ in rows}
+    assert len(lengths) == 2
+    assert set(rows) == {(length, name) for length in lengths for name in TARGETS}
+    for (_, name), cells in rows.items():
+        ttft, tps, cpu = (float(c) for c in cells[:3])
+        assert ttft > 0 and tps > 0 and cpu > 0
+        ratios = [float(c.rstrip("×")) for c in cells[3:] if c]
+        assert len(ratios) == (1 if name == "PyTorch fp32" else 3)
+        assert all(math.isfinite(r) and r > 0 for r in ratios)
+        if name.startswith("onnxruntime-genai"):
+            assert cells[3:5] == ["1.00×", "1.00×"]
+    verdicts = [line for line in out.splitlines() if line.startswith("ours ")]
+    assert len(verdicts) == 4  # fp32 and int4 at two prompt lengths
+    assert all("× genai (≥ 0.95: " in line for line in verdicts)
+    assert sum("PyTorch fp32 (≥ 3: " in line for line in verdicts) == 2
+    cold = re.findall(r"^\| (fp32|int4) \(\d+ MB of weights\) \| ([^|]+) \| (\d+) \|", out,
+                      re.MULTILINE)
+    assert {(precision, target.strip()) for precision, target, _ in cold} == {
+        (p, t) for p in ("fp32", "int4") for t in ("ours", "onnxruntime-genai", "C-API floor")}
+    assert re.search(r"^fp32: peak RSS \d+ MB vs 1\.15 × \d+ \+ \d+ = \d+ MB: (met|MISSED)$",
+                     out, re.MULTILINE)
+    # the model is built once: a second run finds it
+    assert (workdir / "llama-tiny-s0" / "int4" / "model.json").exists()
