@@ -115,7 +115,8 @@ def completions_route(built: Any, decode: Callable[[list[int]], str]) -> Target:
         answer = built(event, LambdaContext("bench", 600_000))
         if answer["statusCode"] != 200:
             raise RuntimeError(f"/v1/completions: {answer['statusCode']} {answer['body'][:300]}")
-        ttft = server_timing(answer["headers"].get("server-timing", ""), "ttft")
+        headers = {k.lower(): v for k, v in answer["headers"].items()}
+        ttft = server_timing(headers.get("server-timing", ""), "ttft")
         # the first token at its own moment, the rest when the answer is back
         on_tokens([0], at=started + ttft / 1000.0)
         count = json.loads(answer["body"])["usage"]["completion_tokens"]
@@ -135,10 +136,13 @@ def server_timing(header: str, name: str) -> float:
     raise RuntimeError(f"no {name} in Server-Timing: {header!r}")
 
 
-def genai_folder(artifact: Path, source: Path, threads: int, dest: Path) -> Path:
+def genai_folder(artifact: Path, source: Path, threads: int, dest: Path,
+                 spinning: bool = True) -> Path:
     """A folder onnxruntime-genai opens: links to the file the artifact's manifest names (and
     its external data) and the source's ``genai_config.json`` pointed at it, with ``threads``
-    intra-op threads (its other session options stay genai's defaults)."""
+    intra-op threads; its other session options stay genai's defaults (all graph
+    optimizations, the pool's threads spinning between steps) unless ``spinning`` is False:
+    then ``session.intra_op.allow_spinning`` 0, as the handler sets it."""
     manifest = json.loads((artifact / "model.json").read_text())
     dest.mkdir(parents=True, exist_ok=True)
     for name in (manifest["model"], manifest["model"] + ".data"):
@@ -148,6 +152,8 @@ def genai_folder(artifact: Path, source: Path, threads: int, dest: Path) -> Path
     decoder = config["model"]["decoder"]
     decoder["filename"] = manifest["model"]
     decoder["session_options"]["intra_op_num_threads"] = threads
+    if not spinning:  # (genai passes session options it does not know as config entries)
+        decoder["session_options"]["session.intra_op.allow_spinning"] = "0"
     (dest / "genai_config.json").write_text(json.dumps(config, indent=2) + "\n")
     return dest
 

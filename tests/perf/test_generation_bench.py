@@ -4,16 +4,19 @@ the cold-init table has a row per target. No timing is asserted."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from typing import Any
 
 import pytest
 
 from benchmarks import generation
-from benchmarks.generation_targets import Run, server_timing
+from benchmarks.generation_targets import Run, completions_route, server_timing, timed
 
 TARGETS = ("ours fp32", "ours int4", "onnxruntime-genai fp32", "onnxruntime-genai int4",
            "PyTorch fp32")
+NO_SPIN = ("onnxruntime-genai fp32, spinning off", "onnxruntime-genai int4, spinning off")
 
 
 def test_decode_pace_counts_the_tokens_after_the_first() -> None:
@@ -29,37 +32,64 @@ def test_server_timing_reads_one_metric() -> None:
         server_timing("total;dur=40", "ttft")
 
 
+class _Route:
+    """A handler whose /v1/completions answers as issue 27's route does (usage, ttft)."""
+
+    class model:
+        name = "decoder"
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any], context: object) -> dict[str, Any]:
+        self.bodies.append(json.loads(event["body"]))
+        return {"statusCode": 200, "headers": {"server-timing": "ttft;dur=2.5, total;dur=9"},
+                "body": json.dumps({"usage": {"completion_tokens": 6}})}
+
+
+def test_the_route_row_reads_the_answer_s_ttft_and_usage() -> None:
+    route = _Route()
+    run = timed(completions_route(route, lambda ids: "text of " + ",".join(map(str, ids))),
+                [1, 7, 9], 6)
+    assert route.bodies == [{"model": "decoder", "prompt": "text of 1,7,9", "max_tokens": 6,
+                             "temperature": 0}]
+    assert len(run.tokens) == 6
+    assert run.ttft_ms >= 2.5  # the answer's own moment, not when the answer came back
+
+
 def test_the_report_on_the_tiny_decoder(tmp_path_factory: pytest.TempPathFactory,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     workdir = tmp_path_factory.getbasetemp() / "generation-bench"
-    assert generation.main(["--size", "tiny", "--workdir", str(workdir), "--threads", "1",
+    assert generation.main(["--size", "tiny", "--workdir", str(workdir), "--threads", "1,2",
                             "--prompt-tokens", "5,12", "--new-tokens", "4", "--rounds", "1",
                             "--cold-repeat", "1"]) == 0
     out = capsys.readouterr().out
     # both runtimes on the same file, and PyTorch on the same weights, choose the same tokens
     agreement = [line for line in out.splitlines() if line.startswith("greedy tokens")]
-    assert len(agreement) == 2
+    assert len(agreement) == 4  # two prompts at 1 and 2 threads
     for line in agreement:
         assert "fp32: ours 4 tokens, genai 4, the same tokens as genai's" in line
         assert "ours the same tokens as PyTorch's" in line
-    rows = {(cells[1], cells[2]): cells[3:] for cells in (
+    rows = {(cells[0], cells[1], cells[2]): cells[3:] for cells in (
         [c.strip() for c in line.strip("|").split("|")]
-        for line in out.splitlines() if re.match(r"\| 1 \| \d+ \|", line))}
-    lengths = {length for length, _ in rows}
+        for line in out.splitlines() if re.match(r"\| [12] \| \d+ \|", line))}
+    lengths = {length for _, length, _ in rows}
     assert len(lengths) == 2
-    assert set(rows) == {(length, name) for length in lengths for name in TARGETS}
-    for (_, name), cells in rows.items():
+    assert set(rows) == {("1", length, name) for length in lengths for name in TARGETS} | {
+        ("2", length, name) for length in lengths for name in TARGETS + NO_SPIN}
+    for (_, _, name), cells in rows.items():
         ttft, tps, cpu = (float(c) for c in cells[:3])
         assert ttft > 0 and tps > 0 and cpu > 0
         ratios = [float(c.rstrip("×")) for c in cells[3:] if c]
         assert len(ratios) == (1 if name == "PyTorch fp32" else 3)
         assert all(math.isfinite(r) and r > 0 for r in ratios)
-        if name.startswith("onnxruntime-genai"):
+        if name in TARGETS[2:4]:
             assert cells[3:5] == ["1.00×", "1.00×"]
     verdicts = [line for line in out.splitlines() if line.startswith("ours ")]
-    assert len(verdicts) == 4  # fp32 and int4 at two prompt lengths
+    assert len(verdicts) == 8  # fp32 and int4, two prompt lengths, two thread counts
     assert all("× genai (≥ 0.95: " in line for line in verdicts)
-    assert sum("PyTorch fp32 (≥ 3: " in line for line in verdicts) == 2
+    assert sum("PyTorch fp32 (≥ 3: " in line for line in verdicts) == 4
+    assert sum("against genai, spinning off: tokens/s " in line for line in verdicts) == 4
     cold = re.findall(r"^\| (fp32|int4) \(\d+ MB of weights\) \| ([^|]+) \| (\d+) \|", out,
                       re.MULTILINE)
     assert {(precision, target.strip()) for precision, target, _ in cold} == {
