@@ -50,6 +50,7 @@ KIND, SEED = "llama", 0
 PRECISIONS = {"fp32": (), "int4": ("--quantize", "int4", "--min-token-agreement", "0")}
 GENAI, PYTORCH = "onnxruntime-genai", "PyTorch fp32"
 NO_SPIN = ", spinning off"  # genai with the handler's thread-pool setting (threads > 1 only)
+LEVEL = "graph optimization "  # ours at another ONNX_LAMBDA_GRAPH_OPTIMIZATION (--ours-level)
 # the example's check is an absolute 1e-4 on the logits, a tiny model's bound: at the realistic
 # size float32 summation order alone moves them by ~1e-4 (measured 1.03e-4)
 EXPORT_TOLERANCE = 1e-3
@@ -110,14 +111,18 @@ def decode_text(built: Any) -> Any:
     return lambda ids: built.pipeline.tokenizer.decode(ids, skip_special_tokens=True)
 
 
-def targets(folders: dict[str, Path], threads: int, workdir: Path, torch_target: Target
-            ) -> tuple[dict[str, Target], Any]:
-    """Every target at ``threads``, and ours' fp32 service (its tokenizer makes the prompts)."""
+def targets(folders: dict[str, Path], threads: int, workdir: Path, torch_target: Target,
+            levels: tuple[str, ...] = ()) -> tuple[dict[str, Target], Any]:
+    """Every target at ``threads``, and ours' fp32 service (its tokenizer makes the prompts);
+    ``levels``: ours again at each of these graph-optimization levels, as more rows."""
     made: dict[str, Target] = {}
     services = {}
     for precision in PRECISIONS:
         built = services[precision] = generation_targets.service(folders[precision], threads)
         made[f"ours {precision}"] = generation_targets.ours(built)
+        for level in levels:
+            made[f"ours {precision}, {LEVEL}{level}"] = generation_targets.ours(
+                generation_targets.service(folders[precision], threads, level))
         if generation_targets.has_completions_route(built):
             made[f"ours {precision} /v1/completions"] = generation_targets.completions_route(
                 built, decode_text(built))
@@ -223,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cold-repeat", type=int, default=3)
     parser.add_argument("--no-cold", action="store_true", help="throughput only")
+    parser.add_argument("--ours-level", action="append", default=[],
+                        choices=("disable", "basic", "extended", "all"),
+                        help="ours again with ONNX_LAMBDA_GRAPH_OPTIMIZATION at this level (the "
+                             "default loads the artifact's offline-optimized file as it is)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -242,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     lines, verdicts, cold_threads = [HEADER], [], 0
     for threads in (int(t) for t in args.threads.split(",")):
         made, tokenizing = targets(folders, threads, workdir,
-                                   generation_targets.pytorch(torch_model, threads))
+                                   generation_targets.pytorch(torch_model, threads),
+                                   tuple(args.ours_level))
         if not any("/v1/completions" in name for name in made):
             print("(no /v1/completions row: this tree's handler does not serve the route)")
         asked = prompts(tokenizing, [int(n) for n in args.prompt_tokens.split(",")])

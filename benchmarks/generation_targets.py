@@ -66,15 +66,16 @@ def timed(target: Target, prompt: list[int], new_tokens: int) -> Run:
     return Run((first[0] - started) * 1000.0, (end - started) * 1000.0, tuple(tokens), cpu_ms)
 
 
-def service(model: Path, threads: int) -> Any:
+def service(model: Path, threads: int, graph_optimization: str = "auto") -> Any:
     """The real handler as Lambda builds it (warm-up included) on ``threads`` intra-op threads,
-    its logs discarded."""
+    its logs discarded; ``graph_optimization``: ``ONNX_LAMBDA_GRAPH_OPTIMIZATION``."""
     from handler.bootstrap import create
     from handler.settings import Settings
 
     built = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(model),
                                       "ONNX_LAMBDA_METRICS": "0",
-                                      "ONNX_LAMBDA_THREADS": str(threads)}))
+                                      "ONNX_LAMBDA_THREADS": str(threads),
+                                      "ONNX_LAMBDA_GRAPH_OPTIMIZATION": graph_optimization}))
     built.telemetry.stream = io.StringIO()
     return built
 

@@ -15,7 +15,8 @@ from benchmarks import generation
 from benchmarks.generation_targets import Run, completions_route, server_timing, timed
 
 TARGETS = ("ours fp32", "ours int4", "onnxruntime-genai fp32", "onnxruntime-genai int4",
-           "PyTorch fp32")
+           "PyTorch fp32", "ours fp32, graph optimization all",
+           "ours int4, graph optimization all")
 NO_SPIN = ("onnxruntime-genai fp32, spinning off", "onnxruntime-genai int4, spinning off")
 
 
@@ -62,7 +63,7 @@ def test_the_report_on_the_tiny_decoder(tmp_path_factory: pytest.TempPathFactory
     workdir = tmp_path_factory.getbasetemp() / "generation-bench"
     assert generation.main(["--size", "tiny", "--workdir", str(workdir), "--threads", "1,2",
                             "--prompt-tokens", "5,12", "--new-tokens", "4", "--rounds", "1",
-                            "--cold-repeat", "1"]) == 0
+                            "--cold-repeat", "1", "--ours-level", "all"]) == 0
     out = capsys.readouterr().out
     # both runtimes on the same file, and PyTorch on the same weights, choose the same tokens
     agreement = [line for line in out.splitlines() if line.startswith("greedy tokens")]
@@ -83,13 +84,14 @@ def test_the_report_on_the_tiny_decoder(tmp_path_factory: pytest.TempPathFactory
         ratios = [float(c.rstrip("×")) for c in cells[3:] if c]
         assert len(ratios) == (1 if name == "PyTorch fp32" else 3)
         assert all(math.isfinite(r) and r > 0 for r in ratios)
-        if name in TARGETS[2:4]:
+        if name.startswith("onnxruntime-genai") and not name.endswith("spinning off"):
             assert cells[3:5] == ["1.00×", "1.00×"]
     verdicts = [line for line in out.splitlines() if line.startswith("ours ")]
-    assert len(verdicts) == 8  # fp32 and int4, two prompt lengths, two thread counts
+    # fp32 and int4, as built and at level all, two prompt lengths, two thread counts
+    assert len(verdicts) == 16
     assert all("× genai (≥ 0.95: " in line for line in verdicts)
-    assert sum("PyTorch fp32 (≥ 3: " in line for line in verdicts) == 4
-    assert sum("against genai, spinning off: tokens/s " in line for line in verdicts) == 4
+    assert sum("PyTorch fp32 (≥ 3: " in line for line in verdicts) == 8
+    assert sum("against genai, spinning off: tokens/s " in line for line in verdicts) == 8
     cold = re.findall(r"^\| (fp32|int4) \(\d+ MB of weights\) \| ([^|]+) \| (\d+) \|", out,
                       re.MULTILINE)
     assert {(precision, target.strip()) for precision, target, _ in cold} == {
