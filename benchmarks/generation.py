@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cold-repeat", type=int, default=3)
     parser.add_argument("--no-cold", action="store_true", help="throughput only")
+    parser.add_argument("--cold-only", action="store_true", help="cold init only")
     parser.add_argument("--ours-level", action="append", default=[],
                         choices=("disable", "basic", "extended", "all"),
                         help="ours again with ONNX_LAMBDA_GRAPH_OPTIMIZATION at this level (the "
@@ -237,19 +238,29 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     workdir = args.workdir or default_workdir()
     folders = build(workdir, args.size)
-    size = decoder.SIZES[args.size]
+    threads = [int(t) for t in args.threads.split(",")]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
+          f"{generation_targets.versions()}")
+    if not args.cold_only:
+        throughput(args, folders, workdir, threads)
+    if not args.no_cold:
+        cold(folders, workdir, threads[-1], args.cold_repeat, tuple(args.ours_level))
+    return 0
+
+
+def throughput(args: argparse.Namespace, folders: dict[str, Path], workdir: Path,
+               thread_counts: list[int]) -> None:
     import torch
 
+    size = decoder.SIZES[args.size]
     torch.set_num_interop_threads(1)
     torch_model = decoder.build_torch(KIND, size, SEED)  # one model; threads set on every call
     params = sum(p.numel() for p in torch_model.parameters())
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
-          f"{generation_targets.versions()}")
     print(f"decoder: {KIND} {args.size} {tuple(size)} = {params / 1e6:.1f} M parameters, "
           f"{folders['source']}; greedy, batch 1, {args.new_tokens} new tokens, "
           f"{args.rounds} rounds")
-    lines, verdicts, cold_threads = [HEADER], [], 0
-    for threads in (int(t) for t in args.threads.split(",")):
+    lines, verdicts = [HEADER], []
+    for threads in thread_counts:
         made, tokenizing = targets(folders, threads, workdir,
                                    generation_targets.pytorch(torch_model, threads),
                                    tuple(args.ours_level))
@@ -263,17 +274,14 @@ def main(argv: list[str] | None = None) -> int:
         got_lines, got_verdicts = rows(runs, threads, asked)
         lines += got_lines
         verdicts += got_verdicts
-        cold_threads = threads
         del made, tokenizing, runs
         gc.collect()
     print(f"load at the end {os.getloadavg()[0]:.2f}\n")
     print("\n".join(lines), "", *verdicts, sep="\n")
-    if not args.no_cold:
-        cold(folders, workdir, cold_threads, args.cold_repeat)
-    return 0
 
 
-def cold(folders: dict[str, Path], workdir: Path, threads: int, repeat: int) -> None:
+def cold(folders: dict[str, Path], workdir: Path, threads: int, repeat: int,
+         levels: tuple[str, ...]) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="genbench-cold-"))
     try:
         subjects = {}
@@ -286,8 +294,8 @@ def cold(folders: dict[str, Path], workdir: Path, threads: int, repeat: int) -> 
                                                            scratch / precision), genai)
             del built
         gc.collect()
-        figures = generation_cold.measure(subjects, threads, repeat)
-        text, verdicts = generation_cold.table(figures, list(PRECISIONS))
+        figures = generation_cold.measure(subjects, threads, repeat, levels)
+        text, verdicts = generation_cold.table(figures, list(PRECISIONS), levels)
         print(f"\ncold init, {threads} thread(s) (memory {generation_cold.memory_for(threads)} "
               f"MB), medians of {repeat} fresh processes each, interleaved\n")
         print(text, "", *verdicts, sep="\n")

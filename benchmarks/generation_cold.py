@@ -68,19 +68,29 @@ def weights_bytes(made: Subject) -> int:
     return made.runtime_file.stat().st_size + (data.stat().st_size if data.exists() else 0)
 
 
-def scenarios(made: Subject, genai: Path, threads: int, label: str) -> dict[str, Any]:
+def scenarios(made: Subject, genai: Path, threads: int, label: str,
+              levels: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``levels``: ours again with ``ONNX_LAMBDA_GRAPH_OPTIMIZATION`` at each."""
     memory = memory_for(threads)
     ids = ",".join(map(str, json.loads(made.request_file.read_text())["ids"]))
-    return {
+    runs: dict[str, Any] = {
         f"ours|{label}": lambda: cold.probe(made, "handler.app", memory, warm=0),
         f"onnxruntime-genai|{label}": lambda: cold.run_baseline(
             "benchmarks.baselines.genai_load", [str(genai), ids]),
         f"C-API floor|{label}": lambda: cold.floor(made, "capi_floor", memory),
     }
+    for level in levels:
+        runs[f"{ours_at(level)}|{label}"] = lambda level=level: cold.probe(
+            made, "handler.app", memory, {"ONNX_LAMBDA_GRAPH_OPTIMIZATION": level}, warm=0)
+    return runs
 
 
-def measure(subjects: dict[str, tuple[Subject, Path]], threads: int, repeat: int
-            ) -> dict[str, dict[str, float]]:
+def ours_at(level: str) -> str:
+    return f"ours, graph optimization {level}"
+
+
+def measure(subjects: dict[str, tuple[Subject, Path]], threads: int, repeat: int,
+            levels: tuple[str, ...] = ()) -> dict[str, dict[str, float]]:
     """``subjects``: label → (subject, onnxruntime-genai folder). Medians per ``target|label``:
     ``init_ms`` (``cold.cold_init``), ``rss_mb``, and per label ``weights_mb``; the runtime
     alone as ``runtime|tiny``."""
@@ -92,7 +102,7 @@ def measure(subjects: dict[str, tuple[Subject, Path]], threads: int, repeat: int
         tiny = prepare_subject(linear(scratch / "linear.onnx"))
         runs["runtime|tiny"] = lambda: cold.floor(tiny, "capi_floor", memory_for(threads))
         for label, (made, genai) in subjects.items():
-            runs.update(scenarios(made, genai, threads, label))
+            runs.update(scenarios(made, genai, threads, label, levels))
         results = interleave(runs, repeat)
         tiny.__exit__(None, None, None)
     finally:
@@ -105,7 +115,8 @@ def measure(subjects: dict[str, tuple[Subject, Path]], threads: int, repeat: int
     return figures
 
 
-def table(figures: dict[str, dict[str, float]], labels: list[str]) -> tuple[str, list[str]]:
+def table(figures: dict[str, dict[str, float]], labels: list[str],
+          levels: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """The cold-init table and the goals' verdicts (RSS ≤ 1.15× weights + the runtime's own)."""
     runtime = figures["runtime|tiny"]["rss_mb"]
     lines = ["| model | target | cold init ms | × genai | × C-API floor | peak RSS MB |"
@@ -116,7 +127,7 @@ def table(figures: dict[str, dict[str, float]], labels: list[str]) -> tuple[str,
         budget = 1.15 * weights + runtime
         genai, floor = (figures[f"{t}|{label}"]["init_ms"]
                         for t in ("onnxruntime-genai", "C-API floor"))
-        for target in ("ours", "onnxruntime-genai", "C-API floor"):
+        for target in ("ours", *map(ours_at, levels), "onnxruntime-genai", "C-API floor"):
             got = figures[f"{target}|{label}"]
             lines.append(f"| {label} ({weights:.0f} MB of weights) | {target} | "
                          f"{got['init_ms']:.0f} | {got['init_ms'] / genai:.2f}× | "
