@@ -47,7 +47,7 @@ from onnx_lambda.examples.sentences import SENTENCES
 from onnx_lambda.stats import median
 
 KIND, SEED = "llama", 0
-PRECISIONS = {"fp32": (), "int4": ("--quantize", "int4", "--min-token-agreement", "0")}
+PRECISIONS = {"fp32": "none", "int4": "int4"}  # build-model's --quantize for each
 GENAI, PYTORCH = "onnxruntime-genai", "PyTorch fp32"
 NO_SPIN = ", spinning off"  # genai with the handler's thread-pool setting (threads > 1 only)
 LEVEL = "graph optimization "  # ours at another ONNX_LAMBDA_GRAPH_OPTIMIZATION (--ours-level)
@@ -72,8 +72,14 @@ def export_tolerance(value: float) -> Iterator[None]:
 
 
 def build(workdir: Path, size: str) -> dict[str, Path]:
-    """``source`` (the export) and one built folder per precision, made once."""
-    from onnx_lambda.cli import main as cli
+    """``source`` (the export) and one built folder per precision, made once: what
+    ``onnx-lambda build-model source/model.onnx -o PRECISION --quantize METHOD
+    --min-token-agreement 0`` makes."""
+    from rich.console import Console
+
+    from onnx_lambda.build_model.builder import build as build_model
+    from onnx_lambda.build_model.gate import Thresholds
+    from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
     folder = workdir / f"{KIND}-{size}-s{SEED}"
     source = folder / "source"
@@ -83,13 +89,14 @@ def build(workdir: Path, size: str) -> dict[str, Path]:
             decoder.export(KIND, size, source, SEED)
         (source / "exported").write_text("ok\n")
     folders = {"source": source}
-    for precision, args in PRECISIONS.items():
+    for precision, method in PRECISIONS.items():
         out = folder / precision
         if not (out / "model.json").exists():
             shutil.rmtree(out, ignore_errors=True)
-            code = cli(["build-model", str(source / "model.onnx"), "-o", str(out), *args])
-            if code != 0:
-                raise RuntimeError(f"build-model {precision} failed ({code})")
+            build_model(ModelSpec(source=source / "model.onnx", name=precision),
+                        out, BuildOptions(quantize=method,
+                                          thresholds=Thresholds(token_agreement=0.0)),
+                        Console(stderr=True))
         folders[precision] = out
     return folders
 
