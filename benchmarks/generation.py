@@ -3,13 +3,16 @@ against onnxruntime-genai (the same ONNX file) and transformers on PyTorch (the 
 fp32 and int4, at the same threads; then the cold init of each, in fresh processes.
 
     python -m benchmarks.generation [--size realistic] [--workdir DIR] [--threads 1,2]
-        [--prompt-tokens 32,256] [--new-tokens 64] [--rounds 3] [--cold-repeat 3] [--no-cold]
+        [--prompt-tokens 32,256] [--new-tokens 64] [--rounds 3] [--cold-repeat 3]
+        [--no-cold | --cold-only] [--ours-level all]
+
+Results and what they mean: docs/explanation/generation-performance.md.
 
 The model is ``onnx_lambda.examples.decoder``'s Llama-style decoder with random weights (seed 0)
 at ``--size`` (``realistic``: vocabulary 32,000, hidden 1,024, 16 layers, 16 query and 4
 key/value heads, MLP 2,816: about 246 M parameters, 0.98 GB in fp32), exported once into the
 work folder (``$XDG_CACHE_HOME/onnx-lambda/bench-decoder`` unless ``--workdir``), then built by
-``onnx-lambda build-model`` as fp32 and as int4 weight-only (RTN, block 32; random weights have
+``build-model``'s builder as fp32 and as int4 weight-only (RTN, block 32; random weights have
 near-flat logits and fail the int4 token-agreement gate, so it is lowered to 0: speed is what
 is measured here). Later runs reuse the folder.
 
