@@ -81,8 +81,9 @@ VARIABLES: tuple[Variable, ...] = (
              "by `AWS_LAMBDA_MAX_CONCURRENCY`: one process per concurrent request already fills "
              "the vCPUs)."),
     Variable("graph_optimization", _choice("auto", "disable", "basic", "extended", "all"), "auto",
-             "Online graph optimization at session load; `auto` = off for an artifact "
-             "optimized offline for this onnxruntime version, `basic` otherwise."),
+             "Online graph optimization at session load; `auto` = `all` for the generate "
+             "pipeline, else off for an artifact optimized offline for this onnxruntime "
+             "version and `basic` otherwise."),
     Variable("execution_provider", _choice("auto", "cpu", "cuda"), "auto",
              "ONNX Runtime execution provider: `auto` = CUDA when a GPU device is visible "
              "(`/dev/nvidia0`), the manifest does not mark the model GPU-unsuitable and the "

@@ -54,7 +54,6 @@ class KVCache:
         self._past: list[int] = [runner.tensor(None, empty, layout.kv_dtype)
                                  for _ in range(2 * layout.layers)]
         self.logits = 0  # the last forward's logits OrtValue (owned here)
-        self._count = 0  # the positions it covers
         self.vocab = layout.vocab or 0
 
     def forward(self, ids: list[int]) -> int:
@@ -82,17 +81,17 @@ class KVCache:
         runner.release(self.logits)
         self.logits, self._past = outputs[0], outputs[1:]
         self.length = total
-        self._count = count
+        if not self.vocab:  # a symbolic vocabulary: read once from the first output
+            self.vocab = runner.shape(self.logits)[2]
         return self.logits
 
     def row(self) -> list[float]:
         """The last position's logits as Python floats: one row read through a pointer into
         ORT's output, the only copy."""
-        if not self.vocab:  # a symbolic vocabulary: read once from the first output
-            self.vocab = self.runner.shape(self.logits)[2]
         float32 = self.layout.logits_dtype == "float32"
+        rows = self.runner.shape(self.logits)[1]  # 1 where build-model projects the last only
         address = (self.runner.data(self.logits)
-                   + (self._count - 1) * self.vocab * (4 if float32 else 2))
+                   + (rows - 1) * self.vocab * (4 if float32 else 2))
         if float32:
             return (c_float * self.vocab).from_address(address)[:]
         # (memoryview has no half-precision cast; struct has)

@@ -1,13 +1,17 @@
 """OpenAI-style messages → a prompt, through the model's own Jinja chat template (the
 ``chat_template`` of its ``tokenizer_config.json``), rendered the way transformers'
 ``apply_chat_template`` renders it: ``trim_blocks``, ``lstrip_blocks``, loop controls,
-``raise_exception``, ``bos_token``/``eos_token`` and ``add_generation_prompt``.
+``raise_exception``, ``strftime_now``, its ``tojson`` (no HTML escaping),
+``bos_token``/``eos_token`` and ``add_generation_prompt``.
 
 The template is the artifact's, not the caller's, but still code: it runs in jinja2's immutable
 sandbox (no attribute access to internals, no mutation of the messages).
 """
 
 from __future__ import annotations
+
+import json
+import time
 
 from handler.errors import InvalidInputError
 
@@ -27,9 +31,19 @@ class ChatTemplate:
         def raise_exception(message: str) -> None:
             raise TemplateError(message)
 
+        def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
+                   separators: Any = None, sort_keys: bool = False) -> str:
+            # transformers' own: no HTML escaping (jinja2's tojson writes \u003c for "<")
+            return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent,
+                              separators=separators, sort_keys=sort_keys)
+
+        def strftime_now(format: str) -> str:  # Llama 3.x templates date their system turn
+            return time.strftime(format)
+
         environment = ImmutableSandboxedEnvironment(
             trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-        environment.globals["raise_exception"] = raise_exception
+        environment.filters["tojson"] = tojson
+        environment.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
         self.template = environment.from_string(source)
         self.error: type[Exception] = TemplateError
         self.tokens = {"bos_token": bos_token, "eos_token": eos_token}

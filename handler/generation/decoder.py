@@ -8,13 +8,17 @@ a ``for`` loop that breaks and drops it) releases the sequence's ORT values at o
 
 from __future__ import annotations
 
-from handler.errors import InvalidInputError
+import time
+
+from handler.errors import InferenceError, InvalidInputError
 from handler.generation.cache import KVCache
 from handler.generation.layout import DecoderLayout
 from handler.generation.params import GenerationParams, Step
-from handler.generation.pick import ArgMax
+from handler.generation.pick import ArgMax, Sample
 from handler.generation.sampling import Sampler
 from handler.generation.text import Detokenizer, StopText
+from handler.model import first_line
+from handler.ort.capi import OrtError
 from handler.ort.session import Session
 from handler.ort.values import ValueRun
 
@@ -33,8 +37,10 @@ class Decoder:
         self.context_length = context_length
         self.eos_ids = eos_ids
         self.runner = ValueRun(session, layout.inputs(), layout.outputs())
-        # greedy choices in ORT (handler.generation.pick: its figures); ArgMax takes float32
-        self.argmax = ArgMax() if layout.logits_dtype == "float32" else None
+        # greedy choices and draws in ORT (handler.generation.pick: its figures); float32 graphs
+        float32 = layout.logits_dtype == "float32"
+        self.argmax = ArgMax() if float32 else None
+        self.sample = Sample() if float32 else None
 
     def check_prompt(self, prompt_ids: list[int]) -> int:
         """The tokens the context leaves after the prompt (at least 1), or InvalidInputError."""
@@ -59,14 +65,20 @@ class Decoder:
         text, stops = Detokenizer(tokenizer), StopText(params.stop)
         seen = list(prompt_ids) if params.repetition_penalty != 1.0 else []
         eos = self.eos_ids
-        # a penalty changes the row before the arg-max: that needs the row in Python
+        # a penalty changes the row before the choice: that needs the row in Python
         argmax = self.argmax if params.greedy and not seen else None
+        sample = self.sample if not params.greedy and not seen else None
         try:
             logits = cache.forward(prompt_ids)
             produced = 0
             while True:
-                token = (argmax.choose(logits) if argmax is not None
-                         else sampler.choose(cache.row(), seen))
+                if argmax is not None:
+                    token = argmax.choose(logits)
+                elif sample is not None:
+                    token = sample.choose(logits, params.temperature, params.top_k,
+                                          params.top_p, sampler.rng.random(), cache.vocab)
+                else:
+                    token = sampler.choose(cache.row(), seen)
                 produced += 1
                 if token in eos:
                     shown, _ = _finish(text, stops)
@@ -84,6 +96,8 @@ class Decoder:
                 if seen:
                     seen.append(token)
                 logits = cache.forward([token])
+        except OrtError as exc:  # a kernel failure: the route's 500 with ORT's first line
+            raise InferenceError(f"generation failed: {first_line(exc)}") from exc
         finally:
             cache.close()
 
@@ -96,9 +110,18 @@ def _finish(text: Detokenizer, stops: StopText) -> tuple[str, bool]:
 
 
 def deadline(context: Any, margin_ms: float) -> Callable[[], bool]:
-    """``should_stop`` for an invocation: True once less than ``margin_ms`` is left (a context
-    without ``get_remaining_time_in_millis``, a local call, never stops)."""
+    """``should_stop`` for an invocation: True once the time left is under ``margin_ms`` plus
+    twice the last step (the time between two calls), so the step it lets start can finish. A
+    context without ``get_remaining_time_in_millis`` (a local call) never stops."""
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     if remaining is None:
         return lambda: False
-    return lambda: bool(remaining() < margin_ms)
+    last = [0.0]
+
+    def should_stop() -> bool:
+        now = time.perf_counter()
+        step_ms = (now - last[0]) * 1000.0 if last[0] else 0.0
+        last[0] = now
+        return bool(remaining() < margin_ms + 2.0 * step_ms)
+
+    return should_stop

@@ -6,8 +6,10 @@ top-p (the most likely tokens until their mass reaches p, at least one) and a dr
 
 Pure Python over a list of floats: a 32,000-float row costs ~1 ms for an argmax (``max`` and
 ``list.index``, measured: 1.0–1.15 ms whether read through ``array``, ``memoryview`` or a ctypes
-slice), the rest of a sampled step a few ms more. ``handler.generation.decoder`` skips this for
-the common greedy case when the model has an in-graph arg-max (``next_token``).
+slice), the rest of a sampled step a few ms more. Without a repetition penalty the choice is
+made inside ONNX Runtime instead (``handler.generation.pick``: the arg-max, and the same draws
+from one uniform number of the same seeded generator); this path serves penalties and float16
+logits.
 """
 
 from __future__ import annotations

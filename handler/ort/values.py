@@ -38,18 +38,20 @@ class ValueRun:
         self._info = c_void_p()
         self._rank = c_size_t()
         self._dims = (c_int64 * 8)()
+        self._shape = (c_int64 * 8)()  # tensor()'s dims: ranks above 8 are not a decoder's
+        self._shape_at = addressof(self._shape)
 
     def tensor(self, address: int | None, shape: Sequence[int], dtype: str) -> int:
         """A tensor ``OrtValue`` over ``address`` (not copied: the memory must outlive the
         handle; None for an empty tensor)."""
         element, _, itemsize = DTYPES[dtype]
-        nbytes = itemsize
-        for dim in shape:
+        dims, nbytes = self._shape, itemsize
+        for i, dim in enumerate(shape):  # (ORT copies the shape: one scratch array serves)
+            dims[i] = dim
             nbytes *= dim
-        dims = (c_int64 * len(shape))(*shape)  # (ORT copies the shape)
         api = self.api
         status = api.CreateTensorWithDataAsOrtValue(
-            api.cpu_memory, address if nbytes else None, nbytes, addressof(dims), len(shape),
+            api.cpu_memory, address if nbytes else None, nbytes, self._shape_at, len(shape),
             element, self._out_at)
         if status:
             api.check(status)

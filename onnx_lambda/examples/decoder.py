@@ -13,7 +13,8 @@ head_dim]. The prefill feeds a past of length 0.
 ``tokenizer_config.json`` (a Jinja ``chat_template``, ``bos_token``, ``eos_token``) and
 ``generation_config.json`` (``eos_token_id``, ``bos_token_id``), ``config.json`` and
 onnxruntime-genai's ``genai_config.json`` for the same graph, and checks the export's logits
-against transformers (prefill and one decode step) within ``EXPORT_TOLERANCE``.
+against transformers (prefill and decode steps) within ``EXPORT_TOLERANCE`` of the logits'
+scale.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 KINDS = ("llama", "gpt2")
-EXPORT_TOLERANCE = 1e-4  # max abs logit difference to transformers
+# the largest difference to transformers, relative to the values' own scale (the largest
+# |value|, at least 1): float32 sums over a 1,024-wide, 16-layer model round at ~1e-4 of logits
+# in the tens, where the tiny model's stay under 1e-4 absolute
+EXPORT_TOLERANCE = 1e-4
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 GPT2_EOS = "<|endoftext|>"
 CHAT_TEMPLATE = (
@@ -213,7 +217,7 @@ def check_export(model: Any, kind: str, size: Size, path: Path) -> float:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     flat = flat_model(model, size.layers)
     kv_size = size._replace(kv_heads=cache_heads(kind, size))
-    worst = 0.0
+    worst, scale = 0.0, 1.0
     for past, new in ((0, 6), (5, 1), (7, 3)):
         feeds = _feeds(kv_size, 2, past, new, seed=past + new)
         got = session.run(None, {k: v.numpy() for k, v in feeds.items()})
@@ -221,9 +225,10 @@ def check_export(model: Any, kind: str, size: Size, path: Path) -> float:
             want = flat(*_args(feeds))
         for g, w in zip(got, want, strict=True):
             worst = max(worst, float(np.abs(g - w.numpy()).max()))
-    if worst > EXPORT_TOLERANCE:
+            scale = max(scale, float(np.abs(w.numpy()).max()))
+    if worst > EXPORT_TOLERANCE * scale:
         raise RuntimeError(f"{kind} decoder: the ONNX export differs from transformers (max abs "
-                           f"diff {worst:.3g} > {EXPORT_TOLERANCE})")
+                           f"diff {worst:.3g} > {EXPORT_TOLERANCE} × {scale:.3g})")
     return worst
 
 
@@ -277,6 +282,8 @@ def export(kind: str, size: str | Size, out_dir: Path, seed: int = 0) -> Path:
     cfg.save_pretrained(out_dir)  # config.json: what transformers rebuilds it from
     (out_dir / "genai_config.json").write_text(
         json.dumps(genai_config(kind, shape, cfg), indent=2) + "\n")
-    export_onnx(model, kind, shape, out_dir / "model.onnx")
-    check_export(model, kind, shape, out_dir / "model.onnx")
+    exported = out_dir / "model.onnx.partial"  # model.onnx only once it passed the check
+    export_onnx(model, kind, shape, exported)
+    check_export(model, kind, shape, exported)
+    exported.rename(out_dir / "model.onnx")
     return out_dir

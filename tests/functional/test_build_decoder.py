@@ -42,32 +42,39 @@ def test_fp32_build_records_the_layout_and_serves_the_same_tokens(
     built = make_service(out)  # the manifest names the pipeline
     assert built.warmup_status == "ok"
     source = make_service(decoder_dir, pipeline="generate")
-    asked = {"temperature": 0, "max_tokens": 16, "details": True}
-    assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
-        predict(source, "Why is the sky blue?", **asked)[1]["details"]
+    # the vocabulary projection of the last position only: the same tokens, in ORT's choice
+    # and through the Python row (a repetition penalty)
+    assert manifest.metadata["last_position_logits"] is True
+    logits = next(o for o in onnx.load(str(out / "model.onnx")).graph.output
+                  if o.name == "logits")
+    assert logits.type.tensor_type.shape.dim[1].dim_value == 1
+    for penalty in (1.0, 1.3):
+        asked = {"temperature": 0, "max_tokens": 16, "details": True,
+                 "repetition_penalty": penalty}
+        assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
+            predict(source, "Why is the sky blue?", **asked)[1]["details"]
 
 
 def test_int4_behind_the_generation_gate(tmp_path: Path, decoder_dir: Path,
                                          capsys: pytest.CaptureFixture[str],
                                          make_service: Callable[..., Any]) -> None:
     source = decoder_dir / "model.onnx"
-    if kind_of(decoder_dir) == "gpt2":  # its projections are Gemm: nothing for MatMulNBits
-        assert build(source, tmp_path / "q", "--quantize", "int4") == 8
-        assert "no MatMul with constant weights" in capsys.readouterr().err
-        return
-    # random weights have near-flat logits: int4 flips a quarter of the greedy choices
-    assert build(source, tmp_path / "q", "--quantize", "int4") == 5
-    assert "greedy token agreement with the fp32 model 0.7" in \
-        " ".join(capsys.readouterr().err.split())
-    assert not (tmp_path / "q").exists()
-    out = tmp_path / "q-lenient"
-    assert build(source, out, "--quantize", "int4", "--min-token-agreement", "0.5") == 0
-    manifest = Manifest.load(out)
-    gate = manifest.metadata["quantization"]["gate"]
-    assert 0.5 <= gate["token_agreement"] < 0.9
+    llama = kind_of(decoder_dir) == "llama"
+    out = tmp_path / "q"
+    if llama:  # random weights, near-flat logits: int4 flips a quarter of the greedy choices
+        assert build(source, out, "--quantize", "int4") == 5
+        assert "greedy token agreement with the fp32 model 0.7" in \
+            " ".join(capsys.readouterr().err.split())
+        assert not out.exists()
+        assert build(source, out, "--quantize", "int4", "--min-token-agreement", "0.5") == 0
+    else:  # its Gemm projections become MatMuls first; its peaked logits pass the gate
+        assert build(source, out, "--quantize", "int4") == 0
+    quantization = Manifest.load(out).metadata["quantization"]
+    agreement = quantization["gate"]["token_agreement"]
+    assert 0.5 <= agreement < 0.9 if llama else agreement >= 0.9
+    assert (quantization["gemm_as_matmul"] > 0) is not llama
     nodes = onnx.load(str(out / "model.onnx"), load_external_data=False).graph.node
-    assert sum(n.op_type == "MatMulNBits" for n in nodes) == manifest.metadata[
-        "quantization"]["nodes"] > 0
+    assert sum(n.op_type == "MatMulNBits" for n in nodes) == quantization["nodes"] > 0
     status, body = predict(make_service(out), "Hello", temperature=0, max_tokens=8)
     assert (status, body["usage"]["completion_tokens"]) == (200, 8)
 
@@ -106,3 +113,31 @@ def test_manifest_is_json_a_runtime_reads(tmp_path: Path, decoder_dir: Path) -> 
     data = json.loads((out / "model.json").read_text())
     assert data["model"] == data["portable"] == "model.onnx"
     assert data["example"] == "Hello"
+
+
+def test_gemm_becomes_matmul_with_the_same_outputs(tmp_path: Path) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from onnx_lambda.build_model.decoder_build import gemm_as_matmul
+
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((6, 4)).astype(np.float32)  # [N, K]: transB
+    bias = rng.standard_normal(6).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1, beta=0.5, name="g"),
+         helper.make_node("Gemm", ["y", "v"], ["z"], name="h")], "gemms",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n", 3])],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b"),
+         numpy_helper.from_array(rng.standard_normal((6, 3)).astype(np.float32), "v")])
+    source, target = tmp_path / "gemm.onnx", tmp_path / "matmul.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              str(source))
+    assert gemm_as_matmul(source, target) == 2
+    assert {n.op_type for n in onnx.load(str(target)).graph.node} == {"MatMul", "Add"}
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    before, after = (ort.InferenceSession(str(p)).run(None, {"x": x})[0]
+                     for p in (source, target))
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)

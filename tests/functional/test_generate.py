@@ -167,3 +167,29 @@ def test_bad_requests_are_400(service: Any, prompt: Any, parameters: dict[str, A
     assert body["error"]["type"] == "InvalidInput"
     assert fragment in body["error"]["message"]
     assert predict(service, "Hi", max_tokens=2)[0] == 200  # still serving
+
+
+class Countdown:
+    """A Lambda context whose remaining time drops 100 ms at each look."""
+
+    aws_request_id = "req-countdown"
+
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.remaining_ms -= 100
+        return self.remaining_ms
+
+
+def test_the_deadline_ends_generation_with_length_or_a_504(service: Any) -> None:
+    event = http_event(body=json.dumps({"inputs": "Hello", "parameters": {
+        "temperature": 0, "max_tokens": 200}}))
+    result = service(event, Countdown(1_000))
+    body = json.loads(result["body"])
+    assert result["statusCode"] == 200, body
+    assert body["finish_reason"] == "length"
+    assert 1 <= body["usage"]["completion_tokens"] <= 10
+    result = service(event, Countdown(110))  # 10 ms left at the first look: no token fits
+    assert result["statusCode"] == 504
+    assert json.loads(result["body"])["error"]["type"] == "DeadlineExceeded"

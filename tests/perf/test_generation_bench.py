@@ -1,6 +1,7 @@
-"""Smoke run of ``python -m benchmarks.generation`` on the tiny test decoder: every target
-answers, the report has its rows, ratios and verdicts, greedy tokens agree across runtimes, and
-the cold-init table has a row per target. No timing is asserted."""
+"""Smoke runs of the generation benchmarks on the tiny test decoder: every target of
+``python -m benchmarks.generation`` answers, the report has its rows, ratios and verdicts,
+greedy tokens agree across runtimes, the cold-init table has a row per target;
+``benchmarks.big_weights`` reports every loading variant. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import generation
+from benchmarks import big_weights, generation
 from benchmarks.generation_targets import Run, completions_route, server_timing, timed
 
 TARGETS = ("ours fp32", "ours int4", "onnxruntime-genai fp32", "onnxruntime-genai int4",
@@ -101,3 +102,19 @@ def test_the_report_on_the_tiny_decoder(tmp_path_factory: pytest.TempPathFactory
                      out, re.MULTILINE)
     # the model is built once: a second run finds it
     assert (workdir / "llama-tiny-s0" / "int4" / "model.json").exists()
+
+
+def test_big_weights_reports_every_variant(tmp_path_factory: pytest.TempPathFactory,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    built = generation.build(tmp_path_factory.getbasetemp() / "generation-bench", "tiny")
+    assert big_weights.main([str(built["fp32"]), "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    found = {}
+    for line in out.splitlines():
+        for name in big_weights.VARIANTS:
+            if line.startswith(name + " "):
+                found[name] = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?",
+                                                            line[len(name):])]
+    assert set(found) == set(big_weights.VARIANTS), out
+    assert all(len(v) == 5 and all(math.isfinite(x) and x >= 0 for x in v)
+               for v in found.values()), out
