@@ -59,6 +59,7 @@ HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json",
 GATE_PROMPTS = SENTENCES[:8]
 GATE_TOKENS = 32
 METHODS = ("int4", "none")
+DECODER_ALGOS = ("rtn", "hqq")
 PORTABLE = "model.onnx"
 
 
@@ -111,6 +112,10 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         with steps.step("quantize (int4, weight-only)") as note:
             current = work / "int4.onnx"
             algo = options.algo or "rtn"
+            if algo not in DECODER_ALGOS:  # they calibrate on feeds: a decoder's need a cache
+                raise BuildError(f"--algo {algo}: a decoder's int4 is {' or '.join(DECODER_ALGOS)}"
+                                 " here (gptq and awq calibrate on sample feeds, which this "
+                                 "build does not make for a decoder yet)")
             matmuls = work / "matmul.onnx"
             rewritten = gemm_as_matmul(spec.source, matmuls)
             quant_methods.apply("int4", matmuls if rewritten else spec.source, current,

@@ -141,3 +141,13 @@ def test_gemm_becomes_matmul_with_the_same_outputs(tmp_path: Path) -> None:
     before, after = (ort.InferenceSession(str(p)).run(None, {"x": x})[0]
                      for p in (source, target))
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
+
+
+def test_calibrated_int4_algorithms_are_refused_for_decoders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.support import decoders
+
+    source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
+    assert build(source, tmp_path / "out", "--quantize", "int4", "--algo", "gptq") == 1
+    assert "--algo gptq: a decoder's int4 is rtn or hqq" in capsys.readouterr().err
