@@ -86,7 +86,13 @@ def floor(subject: Subject, baseline: str = "floor", memory_mb: int = 1769) -> d
                 subject.runtime_optimization, str(threads_for(memory_mb, visible_cpus()))]
     else:
         args = [str(subject.portable), str(subject.request_file)]
-    result = _child(["-m", f"benchmarks.baselines.{baseline}", *args], {})
+    return run_baseline(f"benchmarks.baselines.{baseline}", args)
+
+
+def run_baseline(module: str, args: list[str]) -> dict[str, Any]:
+    """A baseline child ``module`` that prints ``rss.print_floor_line``'s JSON line: its wall
+    clock, peak RSS and cold-start breakdown."""
+    result = _child(["-m", module, *args], {})
     spawned = result["spawned_at"]
     return {"wall": result["wall"], "rss_mb": result["rss_mb"], "breakdown": {
         "interpreter": max(0.0, (result["started_at"] - spawned) * 1e3),
@@ -95,11 +101,12 @@ def floor(subject: Subject, baseline: str = "floor", memory_mb: int = 1769) -> d
 
 
 def probe(subject: Subject, module: str, memory_mb: int,
-          extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+          extra_env: dict[str, str] | None = None, warm: int = 20) -> dict[str, Any]:
+    """``module``'s init and first request in a fresh process, then ``warm`` more requests."""
     env = {**subject.environment(memory_mb), "AWS_LAMBDA_FUNCTION_NAME": FUNCTION,
            "_X_AMZN_TRACE_ID": TRACE_ID, "ONNX_LAMBDA_LOG_LEVEL": "warning", **(extra_env or {})}
-    result = _child(["-m", "benchmarks.cold_process", module, str(subject.event_file)],
-                    env)
+    result = _child(["-m", "benchmarks.cold_process", module, str(subject.event_file),
+                     "--warm", str(warm)], env)
     if result["status"] != 200:
         raise RuntimeError(f"{module}: first request answered {result['status']}")
     marks, lazy = result["marks"], result["lazy"]

@@ -1,244 +1,300 @@
-"""Generation at batch 1: time to first token (TTFT) and tokens/s of our generate pipeline (the
-handler's decode loop over ONNX Runtime's C API) vs onnxruntime-genai (its own C++ loop on the
-very same ONNX graph, through the ``genai_config.json`` the test decoder writes) vs transformers
-on PyTorch (the same weights), greedy, the same intra-op threads, interleaved rounds.
+"""Generation at batch 1: time to first token and tokens/s of the handler's ``generate`` pipeline
+against onnxruntime-genai (the same ONNX file) and transformers on PyTorch (the same weights),
+fp32 and int4, at the same threads; then the cold init of each, in fresh processes.
 
-    python -m benchmarks.generation [--size small|tiny|realistic] [--kind llama|gpt2]
-        [--threads 1] [--tokens 64] [--rounds 5] [--int4] [--workdir DIR]
+    python -m benchmarks.generation [--size realistic] [--workdir DIR] [--threads 1,2]
+        [--prompt-tokens 32,256] [--new-tokens 64] [--rounds 3] [--cold-repeat 3]
+        [--no-cold | --cold-only] [--ours-level all]
 
-The decoder is ``onnx_lambda.examples.decoder`` (random weights: speed, not text), exported
-once into ``--workdir`` and built with ``build-model`` (offline-optimized, as it ships): ours
-and onnxruntime-genai load the same optimized file. ``--int4`` adds rows for a weight-only
-int4 build (``--quantize int4``; random weights fail the token gate by design, so the builds
-run with ``--min-token-agreement 0``).
-Every target generates exactly ``--tokens`` tokens after the same prompt; a round runs each
-target once, the order rotated from round to round; reported: medians over rounds.
-TTFT: from the call to the first token in hand (prefill + one choice); tokens/s: the tokens
-after the first over the time after the first.
+Results and what they mean: docs/explanation/generation-performance.md.
+
+The model is ``onnx_lambda.examples.decoder``'s Llama-style decoder with random weights (seed 0)
+at ``--size`` (``realistic``: vocabulary 32,000, hidden 1,024, 16 layers, 16 query and 4
+key/value heads, MLP 2,816: about 246 M parameters, 0.98 GB in fp32), exported once into the
+work folder (``$XDG_CACHE_HOME/onnx-lambda/bench-decoder`` unless ``--workdir``), then built by
+``build-model``'s builder as fp32 and as int4 weight-only (RTN, block 32; random weights have
+near-flat logits and fail the int4 token-agreement gate, so it is lowered to 0: speed is what
+is measured here). Later runs reuse the folder.
+
+Throughput (one process, per thread count): every target loaded once, one untimed run per
+prompt (its tokens compared across targets), then ``--rounds`` rounds of every prompt through
+every target, the target order rotated each round. Greedy, ``--new-tokens`` tokens (fewer only
+at EOS). TTFT: prompt ids in → first token id out; tokens/s: the tokens after the first over the
+time after the first; CPU ms per token: the process's CPU time (all threads) over the run.
+Ratios are medians over medians, against onnxruntime-genai at the same precision, threads and
+prompt, and against PyTorch fp32. At more than one thread onnxruntime-genai runs twice: as it
+comes (its pool's threads spin between steps) and with spinning off, as the handler sets it for
+Lambda's CPU quota. Goals (issue 27): tokens/s ≥ 0.95× and TTFT ≤ 1.05×
+onnxruntime-genai's, tokens/s ≥ 3× PyTorch's for int4. Cold init: ``generation_cold``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
+import gc
+import os
+import shutil
+import sys
+import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from benchmarks import generation_cold, generation_targets
+from benchmarks.embeddings_throughput import machine
+from benchmarks.generation_targets import Run, Target, timed
 from onnx_lambda.examples import decoder
+from onnx_lambda.examples.sentences import SENTENCES
+from onnx_lambda.stats import median
 
-PROMPT = "The quick brown fox jumps over the lazy dog. " * 4
-class Sample(NamedTuple):
-    ttft_ms: float  # wall clock
-    tps: float
-    cpu_ttft_ms: float  # the calling thread's CPU time: one intra-op thread computes on it,
-    cpu_tps: float  # so on a shared host it leaves out the time other processes held the core
-    tokens: list[int]
-
-
-Run = Callable[[], Sample]
-# target → load ms in this process: ours the whole init (artifact, session, tokenizer, the
-# choice graphs, warm-up), onnxruntime-genai its og.Model (session and config; no warm-up)
-LOADS: dict[str, float] = {}
+KIND, SEED = "llama", 0
+PRECISIONS = {"fp32": "none", "int4": "int4"}  # build-model's --quantize for each
+GENAI, PYTORCH = "onnxruntime-genai", "PyTorch fp32"
+NO_SPIN = ", spinning off"  # genai with the handler's thread-pool setting (threads > 1 only)
+LEVEL = "graph optimization "  # ours at another ONNX_LAMBDA_GRAPH_OPTIMIZATION (--ours-level)
 
 
-def timed_load(name: str, load: Callable[[], Any]) -> Any:
-    """``load()`` twice, the faster time kept (the first read may find the weights outside the
-    page cache, whichever target comes first); the second instance is the one used."""
-    times = []
-    for _ in range(2):
-        started = time.perf_counter()
-        loaded = load()
-        times.append((time.perf_counter() - started) * 1000.0)
-    LOADS[name] = min(times)
-    return loaded
+def default_workdir() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "onnx-lambda" / "bench-decoder"
 
 
-class Clock:
-    """Wall and thread-CPU time at the start, at the first token and at the end."""
-
-    def __init__(self) -> None:
-        self.marks = [(time.perf_counter(), time.thread_time())]
-
-    def mark(self) -> None:
-        self.marks.append((time.perf_counter(), time.thread_time()))
-
-    def sample(self, tokens: list[int]) -> Sample:
-        (w0, c0), (w1, c1), (w2, c2) = self.marks[0], self.marks[1], self.marks[-1]
-        after = len(tokens) - 1
-        return Sample((w1 - w0) * 1000.0, after / (w2 - w1), (c1 - c0) * 1000.0,
-                      after / max(c2 - c1, 1e-9), tokens)
-
-
-def ours(folder: Path, threads: int, prompt: str, tokens: int) -> Run:
-    from handler.bootstrap import create
-    from handler.generation.params import GenerationParams
-    from handler.settings import Settings
-
-    settings = Settings.from_env({"ONNX_LAMBDA_MODEL": str(folder),
-                                  "ONNX_LAMBDA_PIPELINE": "generate",
-                                  "ONNX_LAMBDA_THREADS": str(threads)})
-    service = timed_load(f"ours {folder.name}", lambda: create(settings))
-    pipeline = service.pipeline
-    ids = pipeline.encode(prompt)
-    params = GenerationParams(max_tokens=tokens, temperature=0)
-
-    def run() -> Sample:
-        clock, out = Clock(), []
-        for step in pipeline.generate(ids, params, lambda: False):
-            if not out:
-                clock.mark()
-            out += step.token_ids
-        clock.mark()
-        return clock.sample(out)
-
-    return run
-
-
-def genai(folder: Path, threads: int, prompt_ids: list[int], tokens: int) -> Run:
-    import onnxruntime_genai as og
-
-    config = json.loads((folder / "genai_config.json").read_text())
-    options = config["model"]["decoder"]["session_options"]
-    options.update({"intra_op_num_threads": threads, "inter_op_num_threads": 1})
-    (folder / "genai_config.json").write_text(json.dumps(config, indent=2))
-    model = timed_load(f"onnxruntime-genai {folder.name}", lambda: og.Model(str(folder)))
-
-    def run() -> Sample:
-        params = og.GeneratorParams(model)
-        params.set_search_options(max_length=len(prompt_ids) + tokens, do_sample=False)
-        generator = og.Generator(model, params)
-        clock, out = Clock(), []
-        generator.append_tokens([prompt_ids])
-        while not generator.is_done():
-            generator.generate_next_token()
-            out.append(int(generator.get_next_tokens()[0]))
-            if len(out) == 1:
-                clock.mark()
-        clock.mark()
-        return clock.sample(out)
-
-    return run
-
-
-def pytorch(kind: str, size: decoder.Size, threads: int, prompt_ids: list[int],
-            tokens: int) -> Run:
-    import torch
-    from transformers.generation.streamers import BaseStreamer
-
-    torch.set_num_threads(threads)
-    model = decoder.build_torch(kind, size, 0)
-
-    class Marks(BaseStreamer):  # put(): the prompt first, then each new token
-        def __init__(self) -> None:
-            self.clock, self.puts = Clock(), 0
-
-        def put(self, value: Any) -> None:
-            self.puts += 1
-            if self.puts == 2:
-                self.clock.mark()
-
-        def end(self) -> None:
-            self.clock.mark()
-
-    def run() -> Sample:
-        marks, ids = Marks(), torch.tensor([prompt_ids])
-        with torch.inference_mode():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=tokens, min_new_tokens=tokens,
-                                 pad_token_id=0, streamer=marks)
-        return marks.clock.sample(out[0, len(prompt_ids):].tolist())
-
-    return run
-
-
-def built(folder: Path, quantize: str) -> Path:
-    """``build-model`` of the exported decoder (fp32, or int4 weight-only); onnxruntime-genai
-    is pointed at the same optimized file the handler loads (``manifest.model``)."""
+def build(workdir: Path, size: str) -> dict[str, Path]:
+    """``source`` (the export) and one built folder per precision, made once: what
+    ``onnx-lambda build-model source/model.onnx -o PRECISION --quantize METHOD
+    --min-token-agreement 0`` makes."""
     from rich.console import Console
 
-    from handler.manifest import Manifest
-    from onnx_lambda.build_model.builder import build
+    from onnx_lambda.build_model.builder import build as build_model
     from onnx_lambda.build_model.gate import Thresholds
     from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
-    target = folder.with_name(f"{folder.name}-{quantize}")
-    if not (target / "model.json").exists():
-        build(ModelSpec(source=folder / "model.onnx", name=target.name, pipeline="generate"),
-              target, BuildOptions(quantize="none" if quantize == "fp32" else quantize,
-                                   thresholds=Thresholds(token_agreement=0.0)),
-              Console(stderr=True))
-    config = json.loads((folder / "genai_config.json").read_text())
-    config["model"]["decoder"]["filename"] = Manifest.load(target).model
-    (target / "genai_config.json").write_text(json.dumps(config, indent=2))
-    return target
+    folder = workdir / f"{KIND}-{size}-s{SEED}"
+    source = folder / "source"
+    if not (source / "model.onnx").exists():  # (written once the export passed its check)
+        print(f"exporting the {size} decoder into {source} ...", file=sys.stderr)
+        decoder.export(KIND, size, source, SEED)
+    folders = {"source": source}
+    for precision, method in PRECISIONS.items():
+        out = folder / precision
+        if not (out / "model.json").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            build_model(ModelSpec(source=source / "model.onnx", name=precision),
+                        out, BuildOptions(quantize=method,
+                                          thresholds=Thresholds(token_agreement=0.0)),
+                        Console(stderr=True))
+        folders[precision] = out
+    return folders
 
 
-def measure(targets: dict[str, Run], rounds: int) -> dict[str, list[Sample]]:
-    names = list(targets)
-    results: dict[str, list[Sample]] = {n: [targets[n]()] for n in names}  # warm-up runs
+def prompts(built: Any, lengths: list[int]) -> dict[int, list[int]]:
+    """A prompt of about each length: the fixed sentences' ids cut there, decoded to text and
+    encoded again (the route gets the text: every target then reads the same ids)."""
+    pipeline = built.pipeline
+    text = " ".join(SENTENCES * (1 + max(lengths) // 8))
+    ids = pipeline.encode(text)
+    out = {}
+    for length in lengths:
+        cut = pipeline.tokenizer.decode(ids[:length], skip_special_tokens=True)
+        out[length] = pipeline.encode(cut)
+    return out
+
+
+def decode_text(built: Any) -> Any:
+    return lambda ids: built.pipeline.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def targets(folders: dict[str, Path], threads: int, workdir: Path, torch_target: Target,
+            levels: tuple[str, ...] = ()) -> tuple[dict[str, Target], Any]:
+    """Every target at ``threads``, and ours' fp32 service (its tokenizer makes the prompts);
+    ``levels``: ours again at each of these graph-optimization levels, as more rows."""
+    made: dict[str, Target] = {}
+    services = {}
+    for precision in PRECISIONS:
+        built = services[precision] = generation_targets.service(folders[precision], threads)
+        made[f"ours {precision}"] = generation_targets.ours(built)
+        for level in levels:
+            made[f"ours {precision}, {LEVEL}{level}"] = generation_targets.ours(
+                generation_targets.service(folders[precision], threads, level))
+        if generation_targets.has_completions_route(built):
+            made[f"ours {precision} /v1/completions"] = generation_targets.completions_route(
+                built, decode_text(built))
+        genai = generation_targets.genai_folder(folders[precision], folders["source"], threads,
+                                                workdir / f"genai-{precision}-t{threads}")
+        made[f"{GENAI} {precision}"] = generation_targets.genai(genai)
+        if threads > 1:
+            still = generation_targets.genai_folder(
+                folders[precision], folders["source"], threads,
+                workdir / f"genai-{precision}-t{threads}-nospin", spinning=False)
+            made[f"{GENAI} {precision}{NO_SPIN}"] = generation_targets.genai(still)
+    made[PYTORCH] = torch_target
+    return made, services["fp32"]
+
+
+def measure(made: dict[str, Target], asked: dict[int, list[int]], new_tokens: int,
+            rounds: int) -> tuple[dict[tuple[str, int], list[Run]], dict[int, dict[str, Any]]]:
+    first = {length: {name: timed(target, ids, new_tokens).tokens
+                      for name, target in made.items()} for length, ids in asked.items()}
+    runs: dict[tuple[str, int], list[Run]] = {(n, length): [] for n in made for length in asked}
+    names = list(made)
     for round_ in range(rounds):
-        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
-            results[name].append(targets[name]())
-    return {name: samples[1:] for name, samples in results.items()}
+        for length, ids in asked.items():
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                runs[(name, length)].append(timed(made[name], ids, new_tokens))
+    return runs, first
 
 
-def medians(samples: list[Sample]) -> Sample:
-    return Sample(*(statistics.median(getattr(s, f) for s in samples)
-                    for f in Sample._fields[:4]), samples[0].tokens)
+def agreement(first: dict[str, tuple[int, ...]]) -> str:
+    """Which targets produced the same greedy tokens as which (the route's ids are not kept)."""
+    lines = []
+    for precision in PRECISIONS:
+        ours, genai = first[f"ours {precision}"], first[f"{GENAI} {precision}"]
+        lines.append(f"{precision}: ours {len(ours)} tokens, genai {len(genai)}, "
+                     f"{_same(ours, genai)} as genai's")
+    lines.append(f"fp32: ours {_same(first['ours fp32'], first[PYTORCH])} as PyTorch's")
+    return "; ".join(lines)
+
+
+def _same(a: tuple[int, ...], b: tuple[int, ...]) -> str:
+    prefix = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                  min(len(a), len(b)))
+    return "the same tokens" if a == b else f"the first {prefix} tokens the same"
+
+
+def rows(runs: dict[tuple[str, int], list[Run]], threads: int, asked: dict[int, list[int]]
+         ) -> tuple[list[str], list[str]]:
+    """Table rows and goal verdicts for one thread count."""
+    def fig(name: str, length: int) -> tuple[float, float, float]:
+        got = runs[(name, length)]
+        return (median([r.ttft_ms for r in got]), median([r.tokens_per_s for r in got]),
+                median([r.cpu_ms / len(r.tokens) for r in got]))
+
+    lines, verdicts = [], []
+    for length, ids in asked.items():
+        torch_tps = fig(PYTORCH, length)[1]
+        for name in sorted({n for n, _ in runs}, key=_order):
+            ttft, tps, cpu = fig(name, length)
+            precision = "int4" if "int4" in name else "fp32"
+            genai_ttft, genai_tps, _ = fig(f"{GENAI} {precision}", length)
+            versus = (f"{ttft / genai_ttft:.2f}× | {tps / genai_tps:.2f}×"
+                      if name != PYTORCH else " | ")
+            lines.append(f"| {threads} | {len(ids)} | {name} | {ttft:.1f} | {tps:.1f} | "
+                         f"{cpu:.1f} | {versus} | {tps / torch_tps:.2f}× |")
+            if name.startswith("ours") and "/v1" not in name:
+                verdict = _verdict(name, threads, len(ids), ttft / genai_ttft, tps / genai_tps,
+                                   tps / torch_tps)
+                if (f"{GENAI} {precision}{NO_SPIN}", length) in runs:
+                    still_ttft, still_tps, _ = fig(f"{GENAI} {precision}{NO_SPIN}", length)
+                    verdict += (f"; against genai{NO_SPIN}: tokens/s {tps / still_tps:.2f}×, "
+                                f"TTFT {ttft / still_ttft:.2f}×")
+                verdicts.append(verdict)
+    return lines, verdicts
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (2 if name == PYTORCH else 1 if "int4" in name else 0, name)
+
+
+def _verdict(name: str, threads: int, length: int, ttft: float, tps: float, torch: float
+             ) -> str:
+    goals = [f"tokens/s {tps:.2f}× genai (≥ 0.95: {'met' if tps >= 0.95 else 'MISSED'})",
+             f"TTFT {ttft:.2f}× (≤ 1.05: {'met' if ttft <= 1.05 else 'MISSED'})"]
+    if "int4" in name:
+        goals.append(f"{torch:.2f}× PyTorch fp32 (≥ 3: {'met' if torch >= 3 else 'MISSED'})")
+    return f"{name}, {threads} thread(s), {length}-token prompt: " + "; ".join(goals)
+
+
+HEADER = ("| threads | prompt tokens | target | TTFT ms | tokens/s | CPU ms / token | "
+          "TTFT × genai | tokens/s × genai | tokens/s × PyTorch |\n"
+          "|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.generation",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kind", choices=decoder.KINDS, default="llama")
-    parser.add_argument("--size", choices=tuple(decoder.SIZES), default="small")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--int4", action="store_true")
-    parser.add_argument("--no-pytorch", action="store_true")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/onnx-lambda-generation"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(decoder.SIZES), default="realistic")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where the decoder is built once (default: the user's cache)")
+    parser.add_argument("--threads", default="1,2", help="intra-op thread counts")
+    parser.add_argument("--prompt-tokens", default="32,256")
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cold-repeat", type=int, default=3)
+    parser.add_argument("--no-cold", action="store_true", help="throughput only")
+    parser.add_argument("--cold-only", action="store_true", help="cold init only")
+    parser.add_argument("--ours-level", action="append", default=[],
+                        choices=("disable", "basic", "extended", "all"),
+                        help="ours again with ONNX_LAMBDA_GRAPH_OPTIMIZATION at this level (the "
+                             "default loads the artifact's offline-optimized file as it is)")
     args = parser.parse_args(argv)
-    size = decoder.SIZES[args.size]
-    folder = args.workdir / f"{args.kind}-{args.size}"
-    if not (folder / "model.onnx").exists():
-        decoder.export(args.kind, args.size, folder, 0)
-    fp32 = built(folder, "fp32")
-    from handler.pipelines import tokenizer_files
-
-    prompt_ids = tokenizer_files.load(str(folder / "tokenizer.json")).encode(PROMPT).ids
-    targets: dict[str, Run] = {
-        "ours fp32": ours(fp32, args.threads, PROMPT, args.tokens),
-        "onnxruntime-genai fp32": genai(fp32, args.threads, prompt_ids, args.tokens)}
-    if not args.no_pytorch:
-        targets["transformers fp32 (PyTorch)"] = pytorch(args.kind, size, args.threads,
-                                                         prompt_ids, args.tokens)
-    if args.int4:
-        int4 = built(folder, "int4")
-        targets["ours int4"] = ours(int4, args.threads, PROMPT, args.tokens)
-        targets["onnxruntime-genai int4"] = genai(int4, args.threads, prompt_ids, args.tokens)
-    results = measure(targets, args.rounds)
-    params = sum(p.numel() for p in decoder.build_torch(args.kind, size, 0).parameters()) \
-        if not args.no_pytorch else None
-    print(f"{args.kind} {args.size} ({params or '?'} parameters), prompt {len(prompt_ids)} "
-          f"tokens, {args.tokens} new, {args.threads} thread(s), {args.rounds} rounds (medians)")
-    print("load (in this process, best of 2): " + ", ".join(
-        f"{name} {ms:.0f} ms" for name, ms in LOADS.items()))
-    table = {name: medians(samples) for name, samples in results.items()}
-    print(f"{'target':28s} {'TTFT ms':>8s} {'tok/s':>7s} {'÷genai':>6s} {'TTFT÷':>6s} | "
-          f"{'CPU TTFT':>8s} {'tok/CPU-s':>9s} {'÷genai':>6s} {'TTFT÷':>6s} | same tokens")
-    for name, row in table.items():
-        base = table[f"onnxruntime-genai {'int4' if 'int4' in name else 'fp32'}"]
-        same = row.tokens == table[name.replace("onnxruntime-genai", "ours")].tokens
-        print(f"{name:28s} {row.ttft_ms:8.2f} {row.tps:7.1f} {row.tps / base.tps:6.2f} "
-              f"{row.ttft_ms / base.ttft_ms:6.2f} | {row.cpu_ttft_ms:8.2f} {row.cpu_tps:9.1f} "
-              f"{row.cpu_tps / base.cpu_tps:6.2f} {row.cpu_ttft_ms / base.cpu_ttft_ms:6.2f} | "
-              f"{same}")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    workdir = args.workdir or default_workdir()
+    folders = build(workdir, args.size)
+    threads = [int(t) for t in args.threads.split(",")]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
+          f"{generation_targets.versions()}")
+    if not args.cold_only:
+        throughput(args, folders, workdir, threads)
+    if not args.no_cold:
+        cold(folders, workdir, threads[-1], args.cold_repeat, tuple(args.ours_level))
     return 0
 
 
+def throughput(args: argparse.Namespace, folders: dict[str, Path], workdir: Path,
+               thread_counts: list[int]) -> None:
+    import torch
+
+    size = decoder.SIZES[args.size]
+    torch.set_num_interop_threads(1)
+    torch_model = decoder.build_torch(KIND, size, SEED)  # one model; threads set on every call
+    params = sum(p.numel() for p in torch_model.parameters())
+    print(f"decoder: {KIND} {args.size} {tuple(size)} = {params / 1e6:.1f} M parameters, "
+          f"{folders['source']}; greedy, batch 1, {args.new_tokens} new tokens, "
+          f"{args.rounds} rounds")
+    lines, verdicts = [HEADER], []
+    for threads in thread_counts:
+        made, tokenizing = targets(folders, threads, workdir,
+                                   generation_targets.pytorch(torch_model, threads),
+                                   tuple(args.ours_level))
+        if not any("/v1/completions" in name for name in made):
+            print("(no /v1/completions row: this tree's handler does not serve the route)")
+        asked = prompts(tokenizing, [int(n) for n in args.prompt_tokens.split(",")])
+        runs, first = measure(made, asked, args.new_tokens, args.rounds)
+        for length, tokens in first.items():
+            print(f"greedy tokens, {threads} thread(s), {length}-token prompt: "
+                  f"{agreement(tokens)}")
+        got_lines, got_verdicts = rows(runs, threads, asked)
+        lines += got_lines
+        verdicts += got_verdicts
+        del made, tokenizing, runs
+        gc.collect()
+    print(f"load at the end {os.getloadavg()[0]:.2f}\n")
+    print("\n".join(lines), "", *verdicts, sep="\n")
+
+
+def cold(folders: dict[str, Path], workdir: Path, threads: int, repeat: int,
+         levels: tuple[str, ...]) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="genbench-cold-"))
+    try:
+        subjects = {}
+        for precision in PRECISIONS:
+            built = generation_targets.service(folders[precision], threads)
+            genai = generation_targets.genai_folder(
+                folders[precision], folders["source"], threads,
+                workdir / f"genai-{precision}-t{threads}")
+            subjects[precision] = (generation_cold.subject(built, folders[precision],
+                                                           scratch / precision), genai)
+            del built
+        gc.collect()
+        figures = generation_cold.measure(subjects, threads, repeat, levels)
+        text, verdicts = generation_cold.table(figures, list(PRECISIONS), levels)
+        print(f"\ncold init, {threads} thread(s) (memory {generation_cold.memory_for(threads)} "
+              f"MB), medians of {repeat} fresh processes each, interleaved\n")
+        print(text, "", *verdicts, sep="\n")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())
