@@ -2,14 +2,13 @@
 ``completions.create``, unstreamed and streamed (an HTTP API buffers the event stream: the
 SDK's stream parser reads it as it would a live one), errors as the SDK's exceptions.
 
-The generator is the stand-in (``tests.support.stand_in_app``) until a decoder model lands:
-the ``served`` fixture is the one place to swap it for the real ``generate`` pipeline (its
-handler ``handler.app.handler``, its model a built decoder); every assertion below holds for
-any model at temperature 0."""
+The function is template.yaml's ``InferenceFunction`` as deployed: ``handler.app.handler`` on
+the test decoder built by ``onnx-lambda build-model`` (``tests.support.decoders``), greedy
+where the answers are compared. The live stream (a RESPONSE_STREAM Function URL) is
+``test_openai_streaming``'s."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import urllib.request
 from collections.abc import Iterator
@@ -18,27 +17,21 @@ from typing import Any
 import pytest
 
 from onnx_lambda.emulator import Emulator
-from onnx_lambda.emulator.template import load_template
 from onnx_lambda.source_tree import root
-from onnx_lambda.tiny_models import linear
+from tests.support import decoders
 
 pytestmark = pytest.mark.e2e
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
-ROOT = root()
 KEY = "sk-local-test"
 HELLO = [{"role": "user", "content": "hello there"}]
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    model = linear(tmp_path_factory.mktemp("gen") / "linear.onnx")
-    spec = load_template(ROOT / "template.yaml")
-    function = dataclasses.replace(spec.functions["InferenceFunction"],
-                                   handler="tests.support.stand_in_app.handler")
-    spec = dataclasses.replace(spec, functions={**spec.functions, function.name: function})
-    emulator = Emulator(spec, port=0, log=None,
-                        env_vars={function.name: {"ONNX_LAMBDA_MODEL": str(model),
-                                                  "ONNX_LAMBDA_API_KEYS": KEY}})
+    model = decoders.built(tmp_path_factory, "llama")
+    emulator = Emulator(root() / "template.yaml", port=0, log=None, provisioned=0,
+                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_MODEL": str(model),
+                                                        "ONNX_LAMBDA_API_KEYS": KEY}})
     with emulator.running():
         yield emulator
 
