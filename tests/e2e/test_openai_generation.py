@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from handler.bootstrap import create
+from handler.generation.params import GenerationParams
+from handler.settings import Settings
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.source_tree import root
 from tests.support import decoders
@@ -66,6 +69,22 @@ def test_chat_stream_is_chunks_in_order_and_equals_the_unstreamed_answer(client:
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == finish
     assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
     assert len({c.id for c in chunks}) == 1
+
+
+def test_the_chat_answer_is_the_models_greedy_text(tmp_path_factory: pytest.TempPathFactory,
+                                                  client: Any, model: str) -> None:
+    """The answer is the decoder's own: the in-process pipeline's greedy tokens for the prompt
+    the chat template renders."""
+    whole = client.chat.completions.create(model=model, messages=HELLO, temperature=0,
+                                           max_tokens=16)
+    folder = decoders.built(tmp_path_factory, "llama")
+    local = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(folder)})).pipeline
+    prompt = local.encode(local.render_chat(HELLO))
+    steps = list(local.generate(prompt, GenerationParams(max_tokens=16, temperature=0),
+                                lambda: False))
+    assert whole.choices[0].message.content == "".join(s.text for s in steps)
+    assert whole.usage.prompt_tokens == len(prompt)
+    assert whole.usage.completion_tokens == sum(len(s.token_ids) for s in steps)
 
 
 def test_the_event_stream_ends_with_done(served: Emulator, model: str) -> None:
