@@ -35,6 +35,7 @@ class BodyStream:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._waiter: asyncio.Future[None] | None = None
+        self._abort_on_more = False  # abandoned: the next byte from the sender drops it
         self.trailers: dict[str, str] = {}
         self.size = 0  # bytes received so far
         # set when the body has ended: True complete, False cut off (sender gone)
@@ -42,6 +43,10 @@ class BodyStream:
 
     # -- the connection's side ------------------------------------------------------------
     def feed(self, data: bytes) -> None:
+        if self._abort_on_more:
+            self.fail()  # (first: a terminator parsed after it does not make it complete)
+            self._abort()
+            return
         self.size += len(data)
         self._chunks.append(data)
         self._buffered += len(data)
@@ -61,6 +66,15 @@ class BodyStream:
         """Drop the sender's connection (nobody reads the rest)."""
         if not self.ended.done():
             self._abort()
+
+    def abandon(self) -> None:
+        """Nobody reads the rest: drop the sender's connection as soon as it sends more. A
+        stream whose end comes next stays complete (a client that stops reading after the
+        last event it wanted, as OpenAI's SDK does at ``[DONE]``, truncated nothing)."""
+        if self._chunks:
+            self.abort()
+        elif not self.ended.done():
+            self._abort_on_more = True
 
     async def read_all(self) -> bytes:
         return b"".join([chunk async for chunk in self])

@@ -14,9 +14,10 @@ before the first byte). The caller then relays the body as it comes:
 
 Both relay through :func:`capped`: Lambda's 200 MB per streamed response, and its bandwidth
 cap past the first 6 MB (2 MB/s). A caller that goes away closes the relay: the runtime's
-response connection is dropped (its write fails, the handler's generator is closed) and the
-environment serves the next request (AWS does not interrupt a stream whose caller left: see
-docs/explanation/emulator.md, "Response streaming").
+response connection is dropped at its next write (which fails, so the handler's generator is
+closed; a stream that ends instead is complete) and the environment serves the next request
+(AWS does not interrupt a stream whose caller left: see docs/explanation/emulator.md,
+"Response streaming").
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ async def relay(first: bytes, chunks: AsyncIterator[bytes], body: BodyStream,
         if result.error_type is not None:
             raise FunctionFailed(result)
     finally:
-        body.abort()  # a no-op once the stream has ended
+        body.abandon()  # a no-op once the stream has ended
 
 
 class FunctionFailed(Exception):

@@ -14,7 +14,6 @@ import pytest
 from handler.bootstrap import create
 from handler.generation.params import GenerationParams
 from handler.settings import Settings
-from onnx_lambda.cli import main
 from onnx_lambda.emulator import Emulator
 from onnx_lambda.source_tree import root
 from tests.e2e.emulator_support import call
@@ -25,10 +24,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("generate") / "decoder"
-    source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
-    assert main(["build-model", str(source), "-o", str(out)]) == 0
-    return out
+    return decoders.built(tmp_path_factory, "llama")
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,13 @@
 ``completions.create``, unstreamed and streamed (an HTTP API buffers the event stream: the
 SDK's stream parser reads it as it would a live one), errors as the SDK's exceptions.
 
-The generator is the stand-in (``tests.support.stand_in_app``) until a decoder model lands:
-the ``served`` fixture is the one place to swap it for the real ``generate`` pipeline (its
-handler ``handler.app.handler``, its model a built decoder); every assertion below holds for
-any model at temperature 0."""
+The function is template.yaml's ``InferenceFunction`` as deployed: ``handler.app.handler`` on
+the test decoder built by ``onnx-lambda build-model`` (``tests.support.decoders``), greedy
+where the answers are compared. The live stream (a RESPONSE_STREAM Function URL) is
+``test_openai_streaming``'s."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import urllib.request
 from collections.abc import Iterator
@@ -17,28 +16,25 @@ from typing import Any
 
 import pytest
 
+from handler.bootstrap import create
+from handler.generation.params import GenerationParams
+from handler.settings import Settings
 from onnx_lambda.emulator import Emulator
-from onnx_lambda.emulator.template import load_template
 from onnx_lambda.source_tree import root
-from onnx_lambda.tiny_models import linear
+from tests.support import decoders
 
 pytestmark = pytest.mark.e2e
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
-ROOT = root()
 KEY = "sk-local-test"
 HELLO = [{"role": "user", "content": "hello there"}]
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    model = linear(tmp_path_factory.mktemp("gen") / "linear.onnx")
-    spec = load_template(ROOT / "template.yaml")
-    function = dataclasses.replace(spec.functions["InferenceFunction"],
-                                   handler="tests.support.stand_in_app.handler")
-    spec = dataclasses.replace(spec, functions={**spec.functions, function.name: function})
-    emulator = Emulator(spec, port=0, log=None,
-                        env_vars={function.name: {"ONNX_LAMBDA_MODEL": str(model),
-                                                  "ONNX_LAMBDA_API_KEYS": KEY}})
+    model = decoders.built(tmp_path_factory, "llama")
+    emulator = Emulator(root() / "template.yaml", port=0, log=None, provisioned=0,
+                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_MODEL": str(model),
+                                                        "ONNX_LAMBDA_API_KEYS": KEY}})
     with emulator.running():
         yield emulator
 
@@ -73,6 +69,22 @@ def test_chat_stream_is_chunks_in_order_and_equals_the_unstreamed_answer(client:
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == finish
     assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
     assert len({c.id for c in chunks}) == 1
+
+
+def test_the_chat_answer_is_the_models_greedy_text(tmp_path_factory: pytest.TempPathFactory,
+                                                  client: Any, model: str) -> None:
+    """The answer is the decoder's own: the in-process pipeline's greedy tokens for the prompt
+    the chat template renders."""
+    whole = client.chat.completions.create(model=model, messages=HELLO, temperature=0,
+                                           max_tokens=16)
+    folder = decoders.built(tmp_path_factory, "llama")
+    local = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(folder)})).pipeline
+    prompt = local.encode(local.render_chat(HELLO))
+    steps = list(local.generate(prompt, GenerationParams(max_tokens=16, temperature=0),
+                                lambda: False))
+    assert whole.choices[0].message.content == "".join(s.text for s in steps)
+    assert whole.usage.prompt_tokens == len(prompt)
+    assert whole.usage.completion_tokens == sum(len(s.token_ids) for s in steps)
 
 
 def test_the_event_stream_ends_with_done(served: Emulator, model: str) -> None:

@@ -1,5 +1,5 @@
-"""The test decoders (``onnx_lambda.examples.decoder``, tiny, seed 0), built once per test session
-under pytest's basetemp, and transformers' own greedy tokens for them."""
+"""The test decoders (``onnx_lambda.examples.decoder``, tiny, seed 0), exported and built once per
+test session under pytest's basetemp, and transformers' own greedy tokens for them."""
 
 from __future__ import annotations
 
@@ -19,6 +19,18 @@ def folder(factory: pytest.TempPathFactory, kind: str) -> Path:
     path = factory.getbasetemp() / f"decoder-{kind}"
     if not (path / "model.onnx").exists():
         decoder.export(kind, "tiny", path, SEED)
+    return path
+
+
+def built(factory: pytest.TempPathFactory, kind: str) -> Path:
+    """The ``kind`` decoder built as a user builds it (``onnx-lambda build-model``), made once:
+    the model folder ``ONNX_LAMBDA_MODEL`` names."""
+    from onnx_lambda.cli import main
+
+    path = factory.getbasetemp() / f"built-{kind}"
+    if not (path / "model.json").exists():
+        assert main(["build-model", str(folder(factory, kind) / "model.onnx"), "-o",
+                     str(path)]) == 0
     return path
 
 

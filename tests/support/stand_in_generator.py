@@ -1,7 +1,8 @@
 """A stand-in for the ``generate`` pipeline: the Generation interface of ``handler.generation``
 (``context_length``, ``encode``, ``render_chat``, ``generate``) with deterministic tokens and
-no model, for the OpenAI routes' tests. A fake, acceptable at the unit tier only: functional
-and end-to-end tests swap it for the real pipeline (one fixture) when a decoder model exists.
+no model, for the OpenAI routes' unit tests. A fake, acceptable at the unit tier only: the
+end-to-end tests (test_openai_generation, test_openai_streaming) run the real pipeline on the
+test decoder.
 
 Words are tokens: ``encode`` gives a BOS id then one id per word; ``generate`` answers the
 words of ``WORDS`` in order, each with a leading space, until EOS after ``eos_after`` tokens,

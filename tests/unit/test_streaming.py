@@ -137,6 +137,34 @@ def test_a_body_stream_hands_over_pieces_pauses_its_sender_and_reports_a_cut() -
     assert "abort" not in calls
 
 
+def test_an_abandoned_body_stream_drops_its_sender_only_when_more_comes() -> None:
+    """A reader gone before the end: the sender's next bytes drop it (truncated), but a stream
+    whose end comes next is complete (a client that stops at its last event cut nothing)."""
+    from onnx_lambda.emulator.http_stream import BodyStream
+
+    async def run(then: str) -> tuple[list[str], bool]:
+        calls: list[str] = []
+        body = BodyStream(lambda: calls.append("abort"), lambda: None, lambda: None)
+        body.abandon()
+        assert calls == []
+        if then == "more":
+            body.feed(b"next token")
+        body.finish({})  # (a terminator parsed after the dropped bytes changes nothing)
+        return calls, body.ended.result()
+
+    assert asyncio.run(run("end")) == ([], True)
+    assert asyncio.run(run("more")) == (["abort"], False)
+
+    async def unread() -> list[str]:
+        calls: list[str] = []
+        body = BodyStream(lambda: calls.append("abort"), lambda: None, lambda: None)
+        body.feed(b"never relayed")
+        body.abandon()  # bytes the caller never got: dropped now
+        return calls
+
+    assert asyncio.run(unread()) == ["abort"]
+
+
 def test_the_relay_holds_lambdas_pace_past_the_burst_and_cuts_at_the_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Uncapped for the burst, then at most the rate (the delays asked of the loop, no clock

@@ -22,7 +22,7 @@ def _params(event: dict[str, Any]) -> dict[str, Any]:
     return dict(event.get("queryStringParameters") or {}) or event
 
 
-def _wait_for(path: str) -> bool:
+def wait_for(path: str) -> bool:
     deadline = time.monotonic() + WAIT_S
     while not os.path.exists(path):
         if time.monotonic() > deadline:
@@ -44,7 +44,7 @@ def tokens(event: dict[str, Any], context: Any) -> StreamedResponse:
             while params.get("forever") or i < n:
                 if "fail_at" in params and i == int(params["fail_at"]):
                     raise RuntimeError(f"failed at chunk {i}")
-                if params.get("gate") and i == n - 1 and not _wait_for(params["gate"]):
+                if params.get("gate") and i == n - 1 and not wait_for(params["gate"]):
                     yield b"gate-timeout"
                     return
                 yield f"tok{i} ".encode()
