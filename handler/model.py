@@ -5,6 +5,7 @@ docs/explanation/performance.md):
 - ``intra_op_num_threads`` from the function's memory: Lambda gives 1 vCPU per 1,769 MB (max 6);
   more threads than the CPU share buys only adds contention. Capped by the visible CPUs.
 - Thread-pool spinning off: on Lambda a spinning worker burns the CPU quota the request needs.
+  A decoder's steps come back to back, so its pool spins (``handler.bootstrap.spinning``).
 - Online graph optimization off for an artifact optimized offline for this onnxruntime version
   (it is already applied; re-running it only costs cold start), ``basic`` otherwise (cheap,
   portable constant folding and redundant-node removal).
@@ -120,9 +121,10 @@ class Model:
     """An ONNX Runtime session plus its signature. ``run`` is the only per-request call."""
 
     def __init__(self, artifact: Artifact, *, threads: int, graph_optimization: str,
-                 name: str = "", provider: Choice = _CPU) -> None:
+                 name: str = "", provider: Choice = _CPU, spinning: bool = False) -> None:
         self.artifact = artifact
         self.threads = threads
+        self.spinning = spinning
         self.provider = provider
         level = graph_optimization
         if level == "auto":
@@ -131,7 +133,8 @@ class Model:
         try:
             self.session = Session(os.fspath(artifact.path), intra_op_threads=threads,
                                    inter_op_threads=1, optimization=level, log_severity=3,
-                                   config={"session.intra_op.allow_spinning": "0"},
+                                   config={"session.intra_op.allow_spinning":
+                                           "1" if spinning else "0"},
                                    cuda=provider.provider == "cuda")
         except (capi.OrtError, capi.LibraryError) as exc:
             raise ModelLoadError(f"{artifact.path}: onnxruntime cannot load it: {exc}") from exc

@@ -193,3 +193,12 @@ def test_the_deadline_ends_generation_with_length_or_a_504(service: Any) -> None
     result = service(event, Countdown(110))  # 10 ms left at the first look: no token fits
     assert result["statusCode"] == 504
     assert json.loads(result["body"])["error"]["type"] == "DeadlineExceeded"
+
+
+def test_a_decoder_on_two_threads_spins_and_a_single_thread_or_other_model_does_not(
+        make_service: Callable[..., Any], decoder_dir: Path, tmp_path: Path) -> None:
+    from onnx_lambda.tiny_models import linear
+
+    assert make_service(decoder_dir, pipeline="generate", threads="2").model.spinning
+    assert not make_service(decoder_dir, pipeline="generate", threads="1").model.spinning
+    assert not make_service(linear(tmp_path / "linear.onnx"), threads="2").model.spinning
