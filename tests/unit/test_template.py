@@ -240,10 +240,22 @@ def test_model_comes_from_the_task_root_unless_an_s3_uri_is_given(strategy: str)
     assert all("*" not in str(s["Action"]) for s in statements)
 
 
-@pytest.mark.parametrize(("mode", "scheme"), [("none", None), ("iam", "sigv4"), ("jwt", "jwt")])
+@pytest.mark.parametrize(("mode", "scheme"), [
+    ("none", None), ("iam", "sigv4"), ("jwt", "jwt"), ("keys", None)])
 def test_auth_mode_secures_every_route(mode: str, scheme: str | None) -> None:
-    auth = "jwt https://issuer.example client-id" if mode == "jwt" else mode
-    body = cfn.deployed({"AuthMode": auth})["Resources"]["InferenceApi"]["Properties"]["Body"]
+    auth = {"jwt": "jwt https://issuer.example client-id",
+            "keys": "keys onnx-lambda/api-keys"}.get(mode, mode)
+    template = cfn.deployed({"AuthMode": auth})
+    variables = template["Resources"]["InferenceFunction"]["Properties"]["Environment"][
+        "Variables"]
+    # keys: the handler checks them (API Gateway passes the header on), read from the secret
+    keys = variables["ONNX_LAMBDA_API_KEYS"]
+    if mode == "keys":  # (the Fn::Sub is CloudFormation's to resolve, after the transform)
+        text, names = keys["Fn::Sub"]
+        keys = text.replace("${Secret}", names["Secret"])
+    assert keys == ("{{resolve:secretsmanager:onnx-lambda/api-keys:SecretString}}"
+                    if mode == "keys" else "")
+    body = template["Resources"]["InferenceApi"]["Properties"]["Body"]
     securities = [op.get("security") for item in body["paths"].values() for op in item.values()]
     assert securities == [[{scheme: []}] if scheme else None] * len(ROUTES)
     schemes = body["components"]["securitySchemes"]

@@ -51,7 +51,8 @@ def test_on_streams_the_image_through_its_own_runtime_loop() -> None:
 
 
 @pytest.mark.parametrize(("mode", "auth_type"), [
-    ("none", "NONE"), ("iam", "AWS_IAM"), ("jwt https://issuer.example client-id", "AWS_IAM")])
+    ("none", "NONE"), ("iam", "AWS_IAM"), ("jwt https://issuer.example client-id", "AWS_IAM"),
+    ("keys onnx-lambda/api-keys", "NONE")])
 def test_auth_mode_secures_the_url(mode: str, auth_type: str) -> None:
     """A Function URL cannot check a JWT: under jwt it takes SigV4 (fails closed)."""
     (url,) = urls(cfn.deployed({"AuthMode": mode}, ON)).values()
