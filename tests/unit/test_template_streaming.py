@@ -80,3 +80,46 @@ def test_emulator_runs_it_in_streaming_mode(tmp_path: Path) -> None:
     assert streaming.streaming and streaming.function_url and streaming.alias == "live"
     assert streaming.handler == "handler.app.stream_handler"
     assert not spec["InferenceFunction"].streaming
+
+
+API_ON = {**ON, "StreamingApi": "enabled"}
+GENERATION_ROUTES = {"/v1/chat/completions", "/v1/completions"}
+
+
+@pytest.mark.parametrize(("mode", "open_to_handler"), [
+    ("none", True), ("keys onnx-lambda/api-keys", True), ("iam", False),
+    ("jwt https://issuer.example client-id", False)])
+def test_the_rest_api_streams_the_generation_routes(mode: str, open_to_handler: bool) -> None:
+    """API Gateway's own streaming: a REST API whose integrations call the live alias through
+    InvokeWithResponseStream (responseTransferMode STREAM), secured as the Function URL is."""
+    template = cfn.deployed({"AuthMode": mode}, API_ON)
+    apis = cfn.of_type(template, "AWS::ApiGateway::RestApi")
+    assert list(apis) == ["StreamingApi"]
+    body = apis["StreamingApi"]["Properties"]["Body"]
+    assert set(body["paths"]) == GENERATION_ROUTES
+    for item in body["paths"].values():
+        integration = item["post"]["x-amazon-apigateway-integration"]
+        assert integration["type"] == "aws_proxy"
+        assert integration["responseTransferMode"] == "STREAM"
+        uri = integration["uri"]["Fn::Sub"]
+        assert uri.endswith("/2021-11-15/functions/${StreamingFunctionAliaslive}/"
+                            "response-streaming-invocations")
+        assert item["post"].get("security") == (None if open_to_handler else [{"sigv4": []}])
+    permission = cfn.of_type(template, "AWS::Lambda::Permission")["StreamingApiPermission"]
+    assert permission["Properties"]["FunctionName"] == {"Ref": "StreamingFunctionAliaslive"}
+    assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+    assert "StreamingApiUrl" in template["Outputs"]
+
+
+def test_the_rest_api_is_off_unless_asked_and_needs_the_streaming_function() -> None:
+    for settings in ({}, ON, {"StreamingApi": "enabled"}):
+        template = cfn.deployed({}, settings)
+        assert not cfn.of_type(template, "AWS::ApiGateway::RestApi")
+        assert "StreamingApiUrl" not in template.get("Outputs", {})
+
+
+def test_cfn_lint_passes_with_the_streaming_api_on(tmp_path: Path) -> None:
+    from cfnlint.api import ManualArgs, lint
+
+    text = cfn.edited(tmp_path, API_ON).read_text()
+    assert [str(m) for m in lint(text, config=ManualArgs(regions=["us-east-1"]))] == []
