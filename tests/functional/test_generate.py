@@ -202,3 +202,28 @@ def test_a_decoder_on_two_threads_spins_and_a_single_thread_or_other_model_does_
     assert make_service(decoder_dir, pipeline="generate", threads="2").model.spinning
     assert not make_service(decoder_dir, pipeline="generate", threads="1").model.spinning
     assert not make_service(linear(tmp_path / "linear.onnx"), threads="2").model.spinning
+
+
+def test_snapstart_snapshots_a_warm_decoder_and_the_restored_one_serves(
+        service: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zip + layer SnapStart path with a generative model: the before-snapshot hook runs
+    the warm-up (a prefill on the manifest's example) and the restored environment answers."""
+    import sys
+    import types
+
+    from handler import snapstart
+
+    hooks: dict[str, list[Callable[[], None]]] = {"before": [], "after": []}
+    module = types.ModuleType("snapshot_restore_py")
+    module.register_before_snapshot = hooks["before"].append  # type: ignore[attr-defined]
+    module.register_after_restore = hooks["after"].append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", module)
+    service.warmup_status = "off"
+    assert snapstart.register(service.warm_up, service.state.refresh,
+                              {"AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"})
+    (before,), (after,) = hooks["before"], hooks["after"]
+    before()
+    assert service.warmup_status == "ok"
+    after()
+    status, body = predict(service, "The cat", max_tokens=4, temperature=0)
+    assert status == 200 and body["finish_reason"] == "length", body
