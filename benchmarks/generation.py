@@ -116,9 +116,8 @@ def targets(folders: dict[str, Path], threads: int, workdir: Path, torch_target:
         for level in levels:
             made[f"ours {precision}, {LEVEL}{level}"] = generation_targets.ours(
                 generation_targets.service(folders[precision], threads, level))
-        if generation_targets.has_completions_route(built):
-            made[f"ours {precision} /v1/completions"] = generation_targets.completions_route(
-                built, decode_text(built))
+        made[f"ours {precision} /v1/completions"] = generation_targets.completions_route(
+            built, decode_text(built))
         genai = generation_targets.genai_folder(folders[precision], folders["source"], threads,
                                                 workdir / f"genai-{precision}-t{threads}")
         made[f"{GENAI} {precision}"] = generation_targets.genai(genai)
@@ -257,8 +256,6 @@ def throughput(args: argparse.Namespace, folders: dict[str, Path], workdir: Path
         made, tokenizing = targets(folders, threads, workdir,
                                    generation_targets.pytorch(torch_model, threads),
                                    tuple(args.ours_level))
-        if not any("/v1/completions" in name for name in made):
-            print("(no /v1/completions row: this tree's handler does not serve the route)")
         asked = prompts(tokenizing, [int(n) for n in args.prompt_tokens.split(",")])
         runs, first = measure(made, asked, args.new_tokens, args.rounds)
         for length, tokens in first.items():

@@ -92,16 +92,6 @@ def ours(built: Any) -> Target:
     return run
 
 
-def has_completions_route(built: Any) -> bool:
-    """Whether this tree's handler serves ``POST /v1/completions`` (issue 27's OpenAI routes)."""
-    from onnx_lambda.lambda_context import LambdaContext
-
-    answer = built(http_api_event("/v1/completions", {
-        "model": built.model.name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}),
-        LambdaContext("bench", 600_000))
-    return bool(answer["statusCode"] == 200)
-
-
 def completions_route(built: Any, decode: Callable[[list[int]], str]) -> Target:
     """``POST /v1/completions`` (``stream: false``) in process: the prompt goes as text (its
     ids decoded), so the route tokenizes it again; the first token's moment is the answer's

@@ -17,7 +17,8 @@ from benchmarks.generation_targets import Run, completions_route, server_timing,
 
 TARGETS = ("ours fp32", "ours int4", "onnxruntime-genai fp32", "onnxruntime-genai int4",
            "PyTorch fp32", "ours fp32, graph optimization all",
-           "ours int4, graph optimization all")
+           "ours int4, graph optimization all", "ours fp32 /v1/completions",
+           "ours int4 /v1/completions")
 NO_SPIN = ("onnxruntime-genai fp32, spinning off", "onnxruntime-genai int4, spinning off")
 
 
