@@ -36,6 +36,7 @@ from onnx_lambda.build_model import (
     measure,
     optimize,
     output,
+    package,
     quant_auto,
     quant_methods,
     quantize,
@@ -46,8 +47,6 @@ from onnx_lambda.build_model.errors import AccuracyGateError
 from onnx_lambda.build_model.gate import Accuracy, Feeds, collect, compare
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
-
-PORTABLE = "model.onnx"
 
 
 @dataclass(frozen=True)
@@ -192,16 +191,12 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     with steps.step("optimize" if options.optimize else "package") as note:
         final = shipped(current)
         if final is None:
-            shutil.copyfile(current, staging / PORTABLE)
+            shutil.copyfile(current, staging / package.PORTABLE)
         else:
-            onnx.save(final, staging / PORTABLE)
+            onnx.save(final, staging / package.PORTABLE)
             if "graph" in metadata.get("quantization", {}):  # what the file holds, math too
                 metadata["quantization"]["graph"] = quantize.tally(quantize.precisions(final))
-        chosen = PORTABLE
-        if options.optimize:
-            chosen = "model.ort" if options.ort_format else "model.opt.onnx"
-            optimize.optimize_offline(staging / PORTABLE, staging / chosen, options.level)
-            note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
+        chosen = package.loaded_file(staging, options, note)
         for name, path in spec.files.items():
             shutil.copyfile(path, staging / name)
         tokenizer = tokenizer_file(pipeline_options)
@@ -215,15 +210,12 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         if found is not None:
             inline, example_file = example.write(found.feeds, spec.pipeline, staging)
             note(f"example: {example_file or 'inline in model.json'}")
-        manifest = Manifest(
-            name=spec.name, model=chosen, portable=PORTABLE, onnxruntime=ort.__version__,
-            optimization=options.level if options.optimize else "none",
-            inputs=inputs, outputs=outputs,
-            files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
+        manifest = package.manifest(
+            staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
             pipeline=spec.pipeline, pipeline_options=pipeline_options,
             graph_outputs=graph_outputs, labels=spec.labels, example=inline,
             example_file=example_file, metadata=metadata,
-            gpu=gpu.suitability(staging / PORTABLE))
+            gpu=gpu.suitability(staging / package.PORTABLE))
         manifest.dump(staging)
     with steps.step("verify and measure") as note:
         before, _ = measure.figures(measure.load_raw, spec.source,

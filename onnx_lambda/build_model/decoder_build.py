@@ -42,7 +42,7 @@ from handler.generation.layout import DecoderLayout, LayoutError, recognise
 from handler.manifest import Manifest
 from handler.model import Model, threads_for, visible_cpus
 from handler.ort.session import Session
-from onnx_lambda.build_model import optimize, output, quant_methods, signature
+from onnx_lambda.build_model import package, quant_methods, signature
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -60,7 +60,6 @@ GATE_PROMPTS = SENTENCES[:8]
 GATE_TOKENS = 32
 METHODS = ("int4", "none")
 DECODER_ALGOS = ("rtn", "hqq")
-PORTABLE = "model.onnx"
 
 
 def is_decoder(source: Path) -> bool:
@@ -151,19 +150,12 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         else:
             note("not applied: logits is not a MatMul of [batch, sequence, hidden] states")
     with steps.step("package") as note:
-        shutil.copyfile(current, staging / PORTABLE)
+        shutil.copyfile(current, staging / package.PORTABLE)
         for name, path in files.items():
             shutil.copyfile(path, staging / name)
-        chosen = PORTABLE
-        if options.optimize:
-            chosen = "model.ort" if options.ort_format else "model.opt.onnx"
-            optimize.optimize_offline(staging / PORTABLE, staging / chosen, options.level)
-            note(f"{chosen}: onnxruntime {ort.__version__}, level {options.level}")
-        manifest = Manifest(
-            name=spec.name, model=chosen, portable=PORTABLE, onnxruntime=ort.__version__,
-            optimization=options.level if options.optimize else "none",
-            inputs=inputs, outputs=outputs,
-            files={p.name: output.sha256(p) for p in sorted(staging.iterdir())},
+        chosen = package.loaded_file(staging, options, note)
+        manifest = package.manifest(
+            staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
             pipeline="generate", pipeline_options=dict(spec.pipeline_options),
             example=spec.example or "Hello", metadata=metadata)
         manifest.dump(staging)
