@@ -215,6 +215,14 @@ def agreement(built: Any, pytorch: Target, sentences: list[str]) -> float:
     return float((ours * theirs).sum(axis=1).min())
 
 
+def one_thread_everywhere() -> None:
+    """Before torch, onnxruntime or tokenizers load: tokenizers' Rust pool would otherwise spend
+    CPU on other threads during encode_batch (and no hub lookups: weights come from packages)."""
+    for name, value in (("TOKENIZERS_PARALLELISM", "false"), ("OMP_NUM_THREADS", "1"),
+                        ("HF_HUB_OFFLINE", "1")):
+        os.environ.setdefault(name, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=Path("models/minilm"))
@@ -223,11 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0,
                         help="CPU seconds per target, batch size and round")
     args = parser.parse_args(argv)
-    # One thread everywhere, set before torch, onnxruntime or tokenizers load: tokenizers' Rust
-    # pool would otherwise spend CPU on other threads during encode_batch.
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    one_thread_everywhere()
 
     ours = service(args.model)
     targets = {"ours /predict": handler_target(ours, "/predict"),

@@ -30,6 +30,7 @@ from benchmarks.embeddings_throughput import (
     checked_call,
     machine,
     measure,
+    one_thread_everywhere,
     service,
 )
 from onnx_lambda.examples.passages import QUERIES
@@ -103,9 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0,
                         help="CPU seconds per target and round")
     args = parser.parse_args(argv)
-    for name, value in (("TOKENIZERS_PARALLELISM", "false"), ("OMP_NUM_THREADS", "1"),
-                        ("HF_HUB_OFFLINE", "1")):  # one thread everywhere, before any loads
-        os.environ.setdefault(name, value)
+    one_thread_everywhere()
     ours = service(args.model)
     targets = {"ours /rerank": handler_target(ours)}
     artifacts = [f"ours: {artifact(args.model)}"]
