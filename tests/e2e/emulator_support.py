@@ -21,6 +21,26 @@ TEMPLATE = HANDLERS / "template.yaml"
 CLIENTS: list[Any] = []
 
 
+OPENAI_KEY = "sk-local-test"  # the bearer key serving_with_key's function requires
+
+
+def serving_with_key(model: Path, **options: Any) -> Emulator:
+    """The shipped template.yaml with InferenceFunction serving ``model`` behind the bearer key
+    ``OPENAI_KEY`` (``ONNX_LAMBDA_API_KEYS``), as OpenAI-style clients call it."""
+    from onnx_lambda.source_tree import root
+
+    return Emulator(root() / "template.yaml", port=0, log=None, **options, env_vars={
+        "InferenceFunction": {"ONNX_LAMBDA_MODEL": str(model), "ONNX_LAMBDA_API_KEYS": OPENAI_KEY}})
+
+
+def openai_sdk(emulator: Emulator, key: str = OPENAI_KEY) -> Any:
+    """The real ``openai`` SDK at the emulator's ``/v1`` routes; no retries, so a test sees the
+    first answer (the SDK retries 5xx and 429 by itself)."""
+    import openai
+
+    return openai.OpenAI(base_url=f"{emulator.url}/v1", api_key=key, max_retries=0)
+
+
 def lambda_client(url: str) -> Any:
     import boto3
     from botocore.config import Config

@@ -16,14 +16,12 @@ import numpy as np
 import pytest
 
 from onnx_lambda.emulator import Emulator
-from onnx_lambda.source_tree import root
+from tests.e2e.emulator_support import OPENAI_KEY, openai_sdk, serving_with_key
 from tests.support import build_models
 
 pytestmark = pytest.mark.e2e
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
-ROOT = root()
 MODEL = "words"
-KEY = "sk-local-test"
 SENTENCES = ["hello world", "the cat sat on the mat", "dog"]
 
 
@@ -37,16 +35,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     assert main(["build-model", str(source), "-o", str(folder / MODEL), "--pipeline",
                  "text-embedding", "--file", str(tokenizer), "--pipeline-option",
                  "matryoshka=true"]) == 0
-    emulator = Emulator(ROOT / "template.yaml", port=0, log=None,
-                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_MODEL": str(folder / MODEL),
-                                                        "ONNX_LAMBDA_API_KEYS": KEY}})
+    emulator = serving_with_key(folder / MODEL)
     with emulator.running():
         yield emulator
 
 
 @pytest.fixture(scope="module")
 def client(served: Emulator) -> Iterator[Any]:
-    with openai.OpenAI(base_url=f"{served.url}/v1", api_key=KEY, max_retries=0) as sdk:
+    with openai_sdk(served) as sdk:
         yield sdk
 
 
@@ -55,7 +51,7 @@ def predicted(served: Emulator) -> np.ndarray:
     """The text-embedding pipeline's own answer through /predict."""
     request = urllib.request.Request(
         f"{served.url}/predict", json.dumps({"inputs": SENTENCES}).encode(),
-        {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+        {"content-type": "application/json", "authorization": f"Bearer {OPENAI_KEY}"})
     with urllib.request.urlopen(request, timeout=30) as answer:
         return np.array(json.load(answer)["embeddings"], np.float32)
 
@@ -104,8 +100,7 @@ def test_sdk_exceptions_carry_our_messages(client: Any, served: Emulator) -> Non
         client.embeddings.create(input=["hi"] * 10_000, model=MODEL)
     with pytest.raises(openai.BadRequestError, match="characters"):
         client.embeddings.create(input="word " * 200_000, model=MODEL)
-    with (openai.OpenAI(base_url=f"{served.url}/v1", api_key="sk-wrong",
-                        max_retries=0) as other,
+    with (openai_sdk(served, "sk-wrong") as other,
           pytest.raises(openai.AuthenticationError) as denied):
         other.embeddings.create(input="hi", model=MODEL)
     assert denied.value.code == "invalid_api_key" and "invalid API key" in denied.value.message
@@ -118,7 +113,7 @@ def test_langchain_embeds_documents_and_a_query(served: Emulator,
     # check_embedding_ctx_length=False: otherwise LangChain sends tiktoken's token ids (of
     # OpenAI's vocabulary, not the model's) and needs tiktoken's files from the internet
     embeddings = embeddings_module.OpenAIEmbeddings(
-        base_url=f"{served.url}/v1", api_key=KEY, model=MODEL,
+        base_url=f"{served.url}/v1", api_key=OPENAI_KEY, model=MODEL,
         check_embedding_ctx_length=False, max_retries=0)
     documents = embeddings.embed_documents(SENTENCES)
     assert cosines(documents, predicted).min() >= 0.9999
@@ -132,7 +127,7 @@ def test_llama_index_embeds_documents_and_a_query(served: Emulator,
     # model_name, not model: ``model`` must be one of OpenAI's names (an enum); ``model_name``
     # is LlamaIndex's way to name any other deployment's model
     embeddings = embeddings_module.OpenAIEmbedding(
-        api_base=f"{served.url}/v1", api_key=KEY, model_name=MODEL, max_retries=0)
+        api_base=f"{served.url}/v1", api_key=OPENAI_KEY, model_name=MODEL, max_retries=0)
     documents = embeddings.get_text_embedding_batch(SENTENCES)
     assert cosines(documents, predicted).min() >= 0.9999
     query = embeddings.get_query_embedding("the cat sat on the mat")

@@ -20,28 +20,25 @@ from handler.bootstrap import create
 from handler.generation.params import GenerationParams
 from handler.settings import Settings
 from onnx_lambda.emulator import Emulator
-from onnx_lambda.source_tree import root
+from tests.e2e.emulator_support import OPENAI_KEY, openai_sdk, serving_with_key
 from tests.support import decoders
 
 pytestmark = pytest.mark.e2e
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
-KEY = "sk-local-test"
 HELLO = [{"role": "user", "content": "hello there"}]
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     model = decoders.built(tmp_path_factory, "llama")
-    emulator = Emulator(root() / "template.yaml", port=0, log=None, provisioned=0,
-                        env_vars={"InferenceFunction": {"ONNX_LAMBDA_MODEL": str(model),
-                                                        "ONNX_LAMBDA_API_KEYS": KEY}})
+    emulator = serving_with_key(model, provisioned=0)
     with emulator.running():
         yield emulator
 
 
 @pytest.fixture(scope="module")
 def client(served: Emulator) -> Iterator[Any]:
-    with openai.OpenAI(base_url=f"{served.url}/v1", api_key=KEY, max_retries=0) as sdk:
+    with openai_sdk(served) as sdk:
         yield sdk
 
 
@@ -91,7 +88,7 @@ def test_the_event_stream_ends_with_done(served: Emulator, model: str) -> None:
     body = json.dumps({"model": model, "messages": HELLO, "stream": True, "max_tokens": 3})
     request = urllib.request.Request(
         f"{served.url}/v1/chat/completions", body.encode(),
-        {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+        {"content-type": "application/json", "authorization": f"Bearer {OPENAI_KEY}"})
     with urllib.request.urlopen(request, timeout=30) as answer:
         assert answer.headers["content-type"].startswith("text/event-stream")
         text = answer.read().decode()
@@ -120,7 +117,6 @@ def test_sdk_exceptions_carry_our_messages(client: Any, served: Emulator, model:
     with pytest.raises(openai.NotFoundError) as missing:
         client.chat.completions.create(model="gpt-4o", messages=HELLO)
     assert missing.value.code == "model_not_found"
-    with (openai.OpenAI(base_url=f"{served.url}/v1", api_key="sk-wrong",
-                        max_retries=0) as other,
+    with (openai_sdk(served, "sk-wrong") as other,
           pytest.raises(openai.AuthenticationError)):
         other.chat.completions.create(model=model, messages=HELLO)
