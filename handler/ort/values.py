@@ -13,7 +13,7 @@ from __future__ import annotations
 from ctypes import addressof, byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
 from handler.ort.session import Session
-from handler.ort.tensor import DTYPES
+from handler.ort.tensor import BY_ELEMENT_TYPE, DTYPES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,8 +99,7 @@ class ValueRun:
             api.check(api.GetTensorElementType(self._info, byref(element)))
         finally:
             api.ReleaseTensorTypeAndShapeInfo(self._info)
-        return next((name for name, (code, _, _) in DTYPES.items() if code == element.value),
-                    str(element.value))
+        return BY_ELEMENT_TYPE.get(element.value, str(element.value))
 
     def release(self, value: int | None) -> None:
         if value:
