@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "onnx_lambda.warm.commands",  # warm
     "onnx_lambda.deploy.commands",  # deploy-config
     "onnx_lambda.client.commands",  # probe
+    "onnx_lambda.regions.commands",  # regions
 )
 
 
