@@ -59,7 +59,11 @@ def packaged(template: dict[str, Any]) -> dict[str, Any]:
     for resource in template["Resources"].values():
         props = resource.get("Properties", {})
         if props.get("PackageType") == "Image":
-            props["ImageUri"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/onnx-lambda:1"
+            uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/onnx-lambda:1"
+            if resource["Type"] == "AWS::Lambda::Function":  # a plain one: Code.ImageUri
+                props["Code"] = {"ImageUri": uri}
+            else:
+                props["ImageUri"] = uri
         for key in ("CodeUri", "ContentUri"):
             if key in props:
                 props[key] = "s3://artifacts/code.zip"
@@ -115,6 +119,11 @@ def deployed(overrides: Mapping[str, Any] | None = None,
             if key == "Fn::Split":
                 separator, text = (evaluate(v) for v in arg)
                 return text.split(separator) if isinstance(text, str) else node
+            if key == "Fn::Sub" and isinstance(arg, str) and "${AWS::" not in arg:
+                text = arg  # parameters only (pseudo parameters stay as written)
+                for name, value in params.items():
+                    text = text.replace("${" + name + "}", str(value))
+                return text if "${" not in text else node
             if key == "Fn::Select":
                 index, items = (evaluate(v) for v in arg)
                 return items[int(index)] if isinstance(items, list) else node
