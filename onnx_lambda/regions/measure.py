@@ -66,7 +66,8 @@ def sample(target: Target, context: ssl.SSLContext | None, timeout_s: float) -> 
                   status=status)
 
 
-def _read_status(stream: socket.socket) -> int:
+def read_head(stream: socket.socket) -> bytes:
+    """An HTTP message's head (up to the blank line, or what came before the peer closed)."""
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = stream.recv(4096)
@@ -75,6 +76,11 @@ def _read_status(stream: socket.socket) -> int:
         head += chunk
         if len(head) > HEAD_LIMIT:
             raise OSError("the answer's head is over 64 KiB: not an HTTP endpoint")
+    return head
+
+
+def _read_status(stream: socket.socket) -> int:
+    head = read_head(stream)
     line = head.split(b"\r\n", 1)[0].split()
     if len(line) < 2 or not line[0].startswith(b"HTTP/") or not line[1].isdigit():
         raise OSError(f"not an HTTP answer: {head[:40]!r}")

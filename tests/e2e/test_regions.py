@@ -46,12 +46,7 @@ class FakeRegion:
             with raw:
                 try:
                     with self.context.wrap_socket(raw, server_side=True) as conn:
-                        head = b""
-                        while b"\r\n\r\n" not in head:
-                            chunk = conn.recv(4096)
-                            if not chunk:
-                                break
-                            head += chunk
+                        measure.read_head(conn)  # the request
                         time.sleep(self.delay_s)
                         self.requests += 1
                         conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n"
