@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from onnx_lambda.plan.cost import PriceTable
 from onnx_lambda.plan.equal_p99 import Option, cheapest
+from onnx_lambda.plan.flops import Work
 from onnx_lambda.plan.managed import Instance
 
 FORMAT = "onnx-lambda-gpu-table/1"
@@ -159,7 +160,7 @@ PCIE_GBPS = 25.0
 TAIL = 1.25
 
 
-def estimated_ms(work: Any, tflops: float, gbps: float) -> float:
+def estimated_ms(work: Work, tflops: float, gbps: float) -> float:
     """One inference's GPU time (ms) from its counted work (``flops.Work``): launches, copies,
     then the slower of compute at ``EFFICIENCY`` of the peak and reading the weights once."""
     compute = work.flops / (tflops * 1e12 * EFFICIENCY) * 1e3
@@ -168,7 +169,7 @@ def estimated_ms(work: Any, tflops: float, gbps: float) -> float:
             + max(compute, memory))
 
 
-def estimate(work: Any, prices: PriceTable, utilization: float) -> GpuSide:
+def estimate(work: Work, prices: PriceTable, utilization: float) -> GpuSide:
     """The GPU side from the model's counted FLOPs and weights and the GPU's published
     throughput, on the cheapest priced GPU type: an estimate, labelled as one."""
     from onnx_lambda.plan.managed import instance
