@@ -13,8 +13,9 @@ COMMAND_MODULES = (
     "onnx_lambda.plan.commands",  # tune, simulate, price
     "onnx_lambda.bench_commands",  # bench (runs the lab of a source checkout)
     "onnx_lambda.warm.commands",  # warm
-    "onnx_lambda.deploy.commands",  # deploy-config
+    "onnx_lambda.deploy.commands",  # deploy-config, deploy-regions
     "onnx_lambda.client.commands",  # probe
+    "onnx_lambda.regions.commands",  # regions
 )
 
 

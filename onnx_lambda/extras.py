@@ -15,7 +15,7 @@ NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "build-model": BUILD, "inspect": BUILD,
     "tune": PLAN, "simulate": ("plan", ("matplotlib",)), "price": ("plan", ()),
     "probe": ("client", ("httpx", "h2")),
-    "warm": ("client", ("boto3",)),
+    "warm": ("client", ("boto3",)), "deploy-regions": ("serve", ("yaml", "boto3")),
     # the lab's baselines, load generator and plots (checked once the checkout is found)
     "bench": ("bench", ("aiohttp", "fastapi", "uvicorn", "mangum", "matplotlib", "onnx",
                         "awslambdaric")),

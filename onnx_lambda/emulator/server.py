@@ -35,6 +35,7 @@ from onnx_lambda.emulator.invoke_api import (
     resolve_target,
 )
 from onnx_lambda.emulator.limits import CpuLimiter, ServerLimits
+from onnx_lambda.emulator.network_delay import delayed
 from onnx_lambda.emulator.pool import FunctionPool, InvokeResult, PoolConfig
 from onnx_lambda.emulator.report import InvocationRecord
 from onnx_lambda.emulator.template import TemplateSpec, load_template
@@ -57,6 +58,7 @@ class Emulator:
                  idle_timeout_s: float = 600.0, init_timeout_s: float = 10.0,
                  cpu_limit: str = "auto", enforce_memory: bool = True,
                  http_limits: ServerLimits | None = None, tls: bool = False,
+                 network_delay_ms: float = 0.0,
                  log: Callable[[str], None] | None = _stderr) -> None:
         spec = template if isinstance(template, TemplateSpec) else load_template(
             template, parameter_overrides)
@@ -75,6 +77,9 @@ class Emulator:
         self._http_limits = http_limits or ServerLimits()  # API Gateway's, by default
         self.tls = tls  # the HTTP front and Function URLs over HTTPS (self-signed, made at start)
         self.tls_cert: Path | None = None
+        if network_delay_ms < 0:
+            raise ValueError(f"network delay must be ≥ 0 ms, got {network_delay_ms:g}")
+        self.network_delay_ms = network_delay_ms  # one way, on the front (.network_delay)
         self._tls_context: ssl.SSLContext | None = None
         self.pools: dict[str, FunctionPool] = {}
         self.function_urls: dict[str, str] = {}
@@ -152,6 +157,9 @@ class Emulator:
         if self.tls_cert is not None:
             lines.append(f"  TLS: self-signed certificate {self.tls_cert} (HTTP/1.1; "
                          "curl --cacert, Client(url, verify=...))")
+        if self.network_delay_ms:
+            lines.append(f"  network delay: {self.network_delay_ms:g} ms each way on the front "
+                         "(handshakes and congestion windows not modelled)")
         for name, pool in self.pools.items():
             spec = pool.spec
             cpu, memory = pool.describe_limits()
@@ -185,6 +193,7 @@ class Emulator:
 
     async def _listen(self, handler: Handler, port: int) -> int:
         # an invocation runs to its end when its client goes away, as in Lambda
+        handler = delayed(handler, self.network_delay_ms)
         server = HttpServer(handler, limits=self._http_limits, refusal=refusal,
                             cancel_on_disconnect=False)
         port = await server.start(self.host, port, self._tls_context)

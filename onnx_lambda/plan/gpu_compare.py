@@ -11,6 +11,10 @@ A measurement is priced only on an instance type of ``prices.json`` whose GPU is
 was measured (``gpu`` field): an H200's latency says nothing about an L4's. Without a GPU
 measurement the comparison says so and claims nothing.
 
+Without either, ``estimate`` makes the GPU side from the model's counted FLOPs (``flops``) and
+the GPU's published throughput (``prices.json``), and every sentence made from it says
+"estimate".
+
 "At equal p99": the target is the larger of the two sides' best p99 (a latency both reach);
 each side's cheapest measured option at or under it is compared on USD per million requests.
 """
@@ -28,6 +32,7 @@ from typing import Any, NamedTuple
 
 from onnx_lambda.plan.cost import PriceTable
 from onnx_lambda.plan.equal_p99 import Option, cheapest
+from onnx_lambda.plan.flops import Work
 from onnx_lambda.plan.managed import Instance
 
 FORMAT = "onnx-lambda-gpu-table/1"
@@ -42,6 +47,7 @@ class GpuSide(NamedTuple):
 
     option: Option | None
     note: str
+    estimated: bool = False  # the option is ``estimate``'s, not a measurement
 
 
 def local_choice(model: Path, env: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -142,6 +148,50 @@ def from_table(table: Mapping[str, Any], model: str, prices: PriceTable,
     return GpuSide(option, f"GPU measured on {where}{weights}")
 
 
+# The estimate's assumptions (used only when no GPU was measured; each figure it makes says
+# "estimate"): a batch-1 inference's small kernels reach a fraction of the fp32 peak, every node
+# costs a kernel launch plus the CUDA provider's bookkeeping, a run has a fixed cost (two
+# synchronised host-device copies and the provider's run overhead), inputs and outputs cross
+# PCIe 4.0 x16, and the tail is a fixed multiple of the median.
+EFFICIENCY = 0.25
+LAUNCH_MS = 0.015
+RUN_MS = 0.2
+PCIE_GBPS = 25.0
+TAIL = 1.25
+
+
+def estimated_ms(work: Work, tflops: float, gbps: float) -> float:
+    """One inference's GPU time (ms) from its counted work (``flops.Work``): launches, copies,
+    then the slower of compute at ``EFFICIENCY`` of the peak and reading the weights once."""
+    compute = work.flops / (tflops * 1e12 * EFFICIENCY) * 1e3
+    memory = work.weight_bytes / (gbps * 1e9) * 1e3
+    return (RUN_MS + work.nodes * LAUNCH_MS + work.io_bytes / (PCIE_GBPS * 1e9) * 1e3
+            + max(compute, memory))
+
+
+def estimate(work: Work, prices: PriceTable, utilization: float) -> GpuSide:
+    """The GPU side from the model's counted FLOPs and weights and the GPU's published
+    throughput, on the cheapest priced GPU type: an estimate, labelled as one."""
+    from onnx_lambda.plan.managed import instance
+
+    specs = prices.raw["managed_instances"]["instances"]
+    names = [n for n, spec in specs.items() if spec.get("gpu_fp32_tflops")]
+    if not names:
+        return GpuSide(None, "GPU variant not measured, and prices.json has no GPU throughput "
+                             "to estimate from")
+    inst = min((instance(prices, n) for n in names), key=lambda i: i.per_hour)
+    p50 = estimated_ms(work, inst.gpu_fp32_tflops, inst.gpu_memory_gbps)
+    rps = 1000.0 / p50  # one GPU: concurrent requests' kernels take turns on it
+    option = Option(f"GPU {inst.name} (estimate)", p50 * TAIL,
+                    priced(prices, inst, rps, utilization))
+    return GpuSide(option, estimated=True, note=(
+        f"GPU figures are ESTIMATES (nothing was measured on a GPU): {work.flops / 1e9:.3f} "
+        f"GFLOPs and {work.weight_bytes / 1e6:.1f} MB of weights counted from the graph, "
+        f"{inst.gpu} at {EFFICIENCY:.0%} of {inst.gpu_fp32_tflops} TFLOPS, "
+        f"{work.nodes} kernel launches, p99 = {TAIL}× the estimated {p50:.2f} ms; the CPU "
+        "figures are measured"))
+
+
 def at_equal_p99(cpu: Sequence[Option], gpu: Option) -> dict[str, Any] | None:
     """The cheapest CPU option and the GPU at the p99 both reach; None if no CPU option
     (costs: USD per million requests)."""
@@ -157,13 +207,19 @@ def summary(cpu: Sequence[Option], side: GpuSide) -> tuple[str, dict[str, Any]]:
     """The report's sentence and its JSON."""
     if side.option is None:
         return side.note + ".", {"measured": False, "note": side.note}
+    known = {"measured": not side.estimated, "estimate": side.estimated, "note": side.note}
     compared = at_equal_p99(cpu, side.option)
     if compared is None:
         return (f"{side.note}; no CPU setting qualified, so no comparison.",
-                {"measured": True, "note": side.note, "gpu": side.option._asdict()})
+                {**known, "gpu": side.option._asdict()})
     cpu_best, gpu = compared["cpu"], compared["gpu"]
-    text = (f"At equal p99 (≤ {compared['p99_target_ms']:.2f} ms): CPU {cpu_best['label']} "
-            f"${cpu_best['cost']:.3f} vs {gpu['label']} "
-            f"${gpu['cost']:.3f} per million requests: {compared['cheaper']} is "
-            f"cheaper ({side.note}).")
-    return text, {"measured": True, "note": side.note, **compared}
+    fastest = min(cpu, key=lambda o: o.p99_ms)
+    faster = "GPU" if side.option.p99_ms < fastest.p99_ms else "CPU"
+    compared["p99"] = {"gpu_ms": side.option.p99_ms, "best_cpu_ms": fastest.p99_ms,
+                       "lower": faster}
+    text = (f"p99: {side.option.label} {side.option.p99_ms:.2f} ms vs the fastest CPU setting "
+            f"{fastest.p99_ms:.2f} ms: {faster} is faster. At equal p99 "
+            f"(≤ {compared['p99_target_ms']:.2f} ms): CPU {cpu_best['label']} "
+            f"${cpu_best['cost']:.3f} vs {gpu['label']} ${gpu['cost']:.3f} per million "
+            f"requests: {compared['cheaper']} is cheaper ({side.note}).")
+    return text, {**known, **compared}

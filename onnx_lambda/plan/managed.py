@@ -39,6 +39,8 @@ class Instance:
     arch: str
     gpu_memory_gib: float = 0.0
     gpu: str = ""  # the GPU model, e.g. "NVIDIA L4" (GPU types only)
+    gpu_fp32_tflops: float = 0.0  # published peaks: only gpu_compare.estimate reads them
+    gpu_memory_gbps: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ Pure Python and deterministic for a seed. Assumptions (all parameters):
   environment for ``hold_ms`` (so they spread over N environments); a ping that finds no idle
   environment starts one (and absorbs its cold start);
 - provisioned environments exist from the start and are never reaped;
-- end-to-end latency = queue-free service time (+ init when cold) + ``network_ms``;
+- latency at the function's front = queue-free service time (+ init when cold); the caller's
+  network is added per region afterwards (``end_to_end``: a constant per request shifts every
+  percentile by itself);
 - Managed Instances: N instances of ``Workload.instance`` run from the start (initialised before
   traffic, so no cold start), one process per vCPU; a request waits for the first free
   process (its queueing counts in its latency). The fleet does not scale within the replay:
@@ -77,7 +79,6 @@ class Workload:
     init_ms: Sequence[float]  # cold init durations, resampled
     memory_mb: int = 1769
     arch: str = "x86_64"
-    network_ms: float = 0.0
     instance: str = "c7i.large"  # the Managed Instances type (prices.json)
 
 
@@ -217,7 +218,7 @@ def run(arrivals: Sequence[float], workload: Workload, strategy: Strategy, *,
         duration, cold, provisioned = fleet.invoke(t, rng.choice(workload.service_ms))
         business.add(duration, provisioned)
         cold_starts += cold
-        latencies.append(duration + workload.network_ms)
+        latencies.append(duration)
     while tick is not None:
         fire(tick)
         tick = next(pending, None)
@@ -250,7 +251,7 @@ def _run_managed(arrivals: Sequence[float], workload: Workload, strategy: Strate
         start = max(t, heapq.heappop(free))
         service = rng.choice(workload.service_ms)
         heapq.heappush(free, start + service / 1000.0)
-        latencies.append((start - t) * 1000.0 + service + workload.network_ms)
+        latencies.append((start - t) * 1000.0 + service)
         while ends and ends[0] <= t:
             heapq.heappop(ends)
         heapq.heappush(ends, start + service / 1000.0)

@@ -15,6 +15,7 @@ from onnx_lambda.source_tree import root
 
 ROOT = root()
 TEMPLATE = ROOT / "template.yaml"
+GLOBAL = ROOT / "global.yaml"  # the latency-routed name in front of several regional stacks
 NO_VALUE = object()
 
 
@@ -23,11 +24,13 @@ class _NoManagedPolicies:
         return {}
 
 
-def load(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def load(settings: Mapping[str, Any] | None = None, path: Path = TEMPLATE) -> dict[str, Any]:
     """The template; ``settings`` replace values of its ``Settings`` mapping, by name."""
     from samtranslator.yaml_helper import yaml_parse
 
-    template = yaml_parse(TEMPLATE.read_text())
+    template = yaml_parse(path.read_text())
+    if not settings:
+        return template
     groups = template["Mappings"]["Settings"]
     for name, value in (settings or {}).items():
         (group,) = [values for values in groups.values() if name in values] or [None]
@@ -59,7 +62,11 @@ def packaged(template: dict[str, Any]) -> dict[str, Any]:
     for resource in template["Resources"].values():
         props = resource.get("Properties", {})
         if props.get("PackageType") == "Image":
-            props["ImageUri"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/onnx-lambda:1"
+            uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/onnx-lambda:1"
+            if resource["Type"] == "AWS::Lambda::Function":  # a plain one: Code.ImageUri
+                props["Code"] = {"ImageUri": uri}
+            else:
+                props["ImageUri"] = uri
         for key in ("CodeUri", "ContentUri"):
             if key in props:
                 props[key] = "s3://artifacts/code.zip"
@@ -74,20 +81,22 @@ def parameters(template: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
 
 
 def transform(overrides: Mapping[str, Any] | None = None,
-              settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              settings: Mapping[str, Any] | None = None,
+              path: Path = TEMPLATE) -> dict[str, Any]:
     from samtranslator.translator.transform import transform as sam_transform
 
-    source = load(settings)
+    source = load(settings, path)
     params = parameters(source, overrides or {})
     return sam_transform(packaged(source), params, _NoManagedPolicies())
 
 
 def deployed(overrides: Mapping[str, Any] | None = None,
-             settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             settings: Mapping[str, Any] | None = None,
+             path: Path = TEMPLATE) -> dict[str, Any]:
     """The transformed template with every condition decided by the parameters and settings."""
-    transformed = transform(overrides, settings)
-    params = parameters(load(), overrides or {})
-    mappings = transformed["Mappings"]
+    transformed = transform(overrides, settings, path)
+    params = parameters(load(path=path), overrides or {})
+    mappings = transformed.get("Mappings", {})
     conditions: dict[str, bool] = {}
     raw_conditions = transformed.get("Conditions", {})
 
@@ -115,6 +124,11 @@ def deployed(overrides: Mapping[str, Any] | None = None,
             if key == "Fn::Split":
                 separator, text = (evaluate(v) for v in arg)
                 return text.split(separator) if isinstance(text, str) else node
+            if key == "Fn::Sub" and isinstance(arg, str) and "${AWS::" not in arg:
+                text = arg  # parameters only (pseudo parameters stay as written)
+                for name, value in params.items():
+                    text = text.replace("${" + name + "}", str(value))
+                return text if "${" not in text else node
             if key == "Fn::Select":
                 index, items = (evaluate(v) for v in arg)
                 return items[int(index)] if isinstance(items, list) else node

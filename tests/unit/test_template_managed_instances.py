@@ -110,15 +110,22 @@ def test_capacity_provider_uses_the_subnets_architecture_types_and_vcpu_ceiling(
     role = template["Resources"]["InferenceCapacityProviderOperatorRole"]["Properties"]
     assert props["PermissionsConfig"] == {"CapacityProviderOperatorRoleArn": {
         "Fn::GetAtt": ["InferenceCapacityProviderOperatorRole", "Arn"]}}
-    assert role["ManagedPolicyArns"] == [
-        "arn:aws:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator"]
+    assert role["ManagedPolicyArns"] == [{"Fn::Sub": (
+        "arn:${AWS::Partition}:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator")}]
     assert "Policies" not in role  # nothing beyond AWS's scoped operator policy
+    assert role["AssumeRolePolicyDocument"]["Statement"] == [{
+        "Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com"]},
+        "Action": ["sts:AssumeRole"]}]
 
 
 def test_defaults_leave_types_and_security_groups_to_lambda() -> None:
     (provider,) = cfn.of_type(deployed(), "AWS::Lambda::CapacityProvider").values()
-    assert set(provider["Properties"]["VpcConfig"]) == {"SubnetIds"}
+    assert provider["Properties"]["VpcConfig"] == {"SubnetIds": SUBNETS.split(","),
+                                                   "SecurityGroupIds": []}  # the API's member
     assert provider["Properties"]["InstanceRequirements"] == {"Architectures": ["x86_64"]}
+    # CPU: Lambda's own scaling; GPU utilisation policies belong to the GPU variant
+    assert provider["Properties"]["CapacityProviderScalingConfig"] == {
+        "MaxVCpuCount": 24, "ScalingMode": "Auto"}
 
 
 @pytest.mark.parametrize(("concurrency", "expected"), [(0, None), (2, 2)])
@@ -155,7 +162,7 @@ def test_a_rule_refuses_managed_instances_without_subnets() -> None:
 
 
 def environment(template: dict[str, Any]) -> dict[str, Any]:
-    props = functions(template)["InferenceManagedFunction"]["Properties"]
+    (props,) = (f["Properties"] for f in functions(template).values())
     return props["Environment"]["Variables"]
 
 
@@ -197,9 +204,9 @@ def test_an_accelerator_on_arm64_asks_for_gpu_types_the_architecture_cannot_have
 
 def test_gpu_accelerator_config_is_not_yet_known_to_the_installed_translator() -> None:
     """``AcceleratorConfig`` (GPU Managed Instances, November 2026) is documented by AWS but
-    unknown to aws-sam-translator 1.115 / cfn-lint 1.58, so template.yaml leaves it out
-    (docs/how-to/managed-instances.md shows the one line to add). When this test fails, the
-    translator has learnt the property: wire it to a parameter and test it here."""
+    unknown to aws-sam-translator 1.115, so the GPU variant is a plain ``AWS::Lambda::Function``
+    (``InferenceGpuFunction``, test_template_gpu.py). When this test fails, the translator has
+    learnt the property: the GPU variant can go back to the SAM function."""
     from samtranslator.model.exceptions import InvalidDocumentException
     from samtranslator.translator.transform import transform
 

@@ -30,6 +30,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--tls", action="store_true",
                        help="HTTPS on the HTTP front and Function URLs, with a self-signed "
                             "certificate made at start (its path is in the banner)")
+    serve.add_argument("--network-delay", type=float, default=0.0, metavar="MS",
+                       help="hold every request and every response this long on the front, "
+                            "as a caller MS ms away (one way) would see; handshakes are not "
+                            "delayed (default: 0)")
     serve.add_argument("--quiet", "-q", action="store_true",
                        help="don't print function logs and REPORT lines")
     serve.set_defaults(func=run)
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
                             concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
                             init_timeout_s=args.init_timeout, tls=args.tls,
+                            network_delay_ms=args.network_delay,
                             log=None if args.quiet else print_err, **emulator_kwargs(args))
     except (TemplateError, OSError, ValueError) as error:
         return fail("serve", error)

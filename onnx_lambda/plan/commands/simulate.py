@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from onnx_lambda.plan import end_to_end
 from onnx_lambda.plan.commands.options import command_line
 from onnx_lambda.plan.strategy_sweep import Scenario
 
@@ -70,8 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cold init when nothing is measured")
     parser.add_argument("--service-ms", type=float, default=5.0,
                         help="warm duration when nothing is measured")
-    parser.add_argument("--network-ms", type=float, default=0.0,
-                        help="added to every end-to-end latency (API Gateway, internet)")
     parser.add_argument("--idle-minutes", type=_idle_text,
                         default=f"{DEFAULT.idle_minutes[0] / 60:g}",
                         metavar="10|5-15",
@@ -82,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hold-ms", type=float, default=DEFAULT.hold_ms, help="warmer ping hold")
     parser.add_argument("--target", type=float, default=DEFAULT.target,
                         help="cold-start fraction the recommendation must meet")
+    end_to_end.add_arguments(parser)
     parser.add_argument("--seed", type=int, default=DEFAULT.seed)
     parser.add_argument("--out-dir", type=Path, default=Path("docs/benchmarks"))
     parser.set_defaults(func=run)
@@ -98,11 +98,11 @@ def workload(args: argparse.Namespace) -> tuple[Any, str]:
         size = min(sizes, key=lambda m: abs(m - args.memory))
         samples = data["samples"][str(size)]
         return (Workload(service_ms=samples["warm_ms"], init_ms=samples["init_ms"],
-                         memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms,
+                         memory_mb=args.memory, arch=args.arch,
                          instance=_instance(args)),
                 f"measured by `onnx-lambda tune` at {size} MB ({path})")
     return (Workload(service_ms=[args.service_ms], init_ms=[args.init_ms],
-                     memory_mb=args.memory, arch=args.arch, network_ms=args.network_ms,
+                     memory_mb=args.memory, arch=args.arch,
                      instance=_instance(args)),
             f"assumed: init {args.init_ms} ms, warm {args.service_ms} ms (no tune JSON)")
 
@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     from onnx_lambda.plan import plots
     from onnx_lambda.plan.strategy_sweep import sweep
     from onnx_lambda.plan.tables import fmt, table
-    from onnx_lambda.stats import DEFINITION
+    from onnx_lambda.stats import DEFINITION, percentile
 
+    net = end_to_end.network(args.network_ms, "simulate")
     work, source = workload(args)
     try:
         results, best, requests, horizon = sweep(scenario(args), work)
@@ -155,16 +156,21 @@ def run(args: argparse.Namespace) -> int:
              f"{r.bill.total:,.2f}", "**recommended**" if r is best else ""]
             for r in sorted(results, key=lambda r: r.bill.total)]
     versus, compared = managed_vs_provisioned(results)
+    front = {"p99": percentile(best.latencies_ms, 99)}
+    regions = end_to_end.rows(net or {}, front, args.latency_target_ms)
+    what = (f"{best.strategy.label}'s p99 at the function's front: queue + cold start + "
+            "inference")
     text = "\n".join([
         f"`{command_line(args)}`", "",
         f"{args.pattern} traffic: {requests} requests over {horizon / 3600:.1f} h; "
         f"{args.memory} MB {args.arch}; idle reap {args.idle_minutes} min; workload "
         f"{source}; {DEFINITION}.", "",
-        *table(["strategy", "cold starts", "p99 ms", "envs started", "USD / month", ""], rows),
+        *table(["strategy", "cold starts", "front p99 ms", "envs started", "USD / month", ""],
+               rows),
         f"Recommended (cheapest with cold starts ≤ {100 * args.target:g} %): "
         f"{best.strategy.label} — {100 * best.cold_fraction:.3f} % cold, "
         f"p99 {best.as_dict()['p99_ms']:.1f} ms, {best.bill.total:,.2f} USD/month.", "",
-        versus])
+        versus, "", *end_to_end.markdown(regions, front, args.latency_target_ms, what)])
     print(text)
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -174,7 +180,9 @@ def run(args: argparse.Namespace) -> int:
     (out / f"{name}.json").write_text(json.dumps({
         "pattern": args.pattern, "requests": requests, "horizon_s": horizon,
         "workload": source, "target": args.target, "recommended": best.strategy.label,
-        "managed_vs_provisioned": compared, "results": dicts}, indent=2) + "\n",
+        "managed_vs_provisioned": compared, "results": dicts,
+        "latency_target_ms": args.latency_target_ms, "end_to_end": regions or None},
+        indent=2) + "\n",
         encoding="utf-8")
     plots.strategies(dicts, f"{args.pattern}: cold starts vs monthly cost", out / f"{name}.png",
                      recommended=best.strategy.label, target=args.target)

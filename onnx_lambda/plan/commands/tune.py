@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onnx_lambda.plan import end_to_end
 from onnx_lambda.plan.commands import tune_managed
 from onnx_lambda.plan.commands.options import IMG, command_line, default_models, fill, ints
 
@@ -64,6 +65,8 @@ def measure(args: argparse.Namespace, command: str) -> int:
             for s in sizing.STRATEGIES}
     text = markdown(result, recs, command=command, prices=prices, arch=args.arch,
                     metric=args.metric)
+    regions = end_to_end_section(args, recs[args.strategy])
+    text += "\n".join(regions["text"])
     print(text)
     for strategy, rec in recs.items():
         print(f"recommended for {strategy}: {rec.memory_mb} MB")
@@ -76,6 +79,7 @@ def measure(args: argparse.Namespace, command: str) -> int:
         "arch": args.arch, "metric": args.metric, "host_cpus": result["host_cpus"],
         "cpu_limits": result["cpu_limits"], "points": [p.as_dict() for p in points],
         "recommended": {s: r.memory_mb for s, r in recs.items()},
+        "end_to_end": regions["rows"], "latency_target_ms": args.latency_target_ms,
         "samples": {str(m): {"init_ms": [r["init_ms"] + (r["first_duration_ms"] or 0.0)
                                          for r in runs],
                              "warm_ms": [d for r in runs for d in r["warm_durations_ms"]]}
@@ -88,6 +92,22 @@ def measure(args: argparse.Namespace, command: str) -> int:
         print(f"{args.write_samconfig}: MemorySize={size} ({args.strategy})"
               + ("" if changed else ", unchanged"))
     return 0
+
+
+def end_to_end_section(args: argparse.Namespace, rec: sizing.SizePoint) -> dict[str, Any]:
+    """``--network-ms``: the recommended size's warm p99 and cold start, plus each region's
+    network, against ``--latency-target-ms`` (no queue: tune's invocations are sequential)."""
+    from onnx_lambda.plan import end_to_end
+
+    net = end_to_end.network(args.network_ms, "tune")
+    if net is None:
+        return {"text": [], "rows": None}
+    front = {"warm p99": rec.warm_p99_ms, "cold start": rec.cold_init_ms}
+    rows = end_to_end.rows(net, front, args.latency_target_ms)
+    what = (f"the {args.strategy} size, {rec.memory_mb} MB: warm p99 (inference; no queue, "
+            "tune's calls are sequential) or a cold start (init + first request)")
+    return {"text": end_to_end.markdown(rows, front, args.latency_target_ms, what),
+            "rows": rows}
 
 
 DEFAULT_SIZES = "128,256,512,1024,1769,3008,10240"
@@ -124,6 +144,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tune.add_argument("--write-samconfig", type=Path, nargs="?", const=Path("samconfig.toml"),
                       default=None, metavar="samconfig.toml",
                       help="set MemorySize in [default.deploy.parameters] parameter_overrides")
+    end_to_end.add_arguments(tune)
     tune_managed.add_arguments(tune)
     tune.set_defaults(func=run)
 

@@ -103,7 +103,8 @@ def markdown(settings: list[Setting], best: Setting | None, *, command: str, sub
 
 
 def gpu_side(args: argparse.Namespace, subject: Subject, prices: PriceTable) -> GpuSide:
-    """The GPU variant: measured here when CUDA is found, else from --gpu-table, else none."""
+    """The GPU variant: measured here when CUDA is found, else from --gpu-table, else an
+    estimate from the model's counted FLOPs (labelled as one)."""
     from onnx_lambda.plan import gpu_compare, tune_managed
 
     provider, reason = gpu_compare.local_choice(subject.model)
@@ -129,8 +130,14 @@ def gpu_side(args: argparse.Namespace, subject: Subject, prices: PriceTable) -> 
     if args.gpu_table is not None:
         table = gpu_compare.load_table(args.gpu_table)
         return gpu_compare.from_table(table, subject.name, prices, args.utilization)
-    return gpu_compare.GpuSide(None, f"GPU variant not measured: {reason}, and no --gpu-table "
-                                     "(scripts/gpu-check writes one on a GPU machine)")
+    from onnx_lambda.plan import flops  # the estimate, when nothing was measured
+
+    try:
+        work = flops.count(subject.portable)
+    except Exception as exc:  # an op shape inference cannot follow: no estimate, say why
+        return gpu_compare.GpuSide(None, f"GPU variant not measured: {reason}, no --gpu-table, "
+                                         f"and its FLOPs could not be counted ({exc})")
+    return gpu_compare.estimate(work, prices, args.utilization)
 
 
 def validate(args: argparse.Namespace) -> None:
