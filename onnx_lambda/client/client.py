@@ -17,10 +17,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-import httpx
-import numpy as np
+from onnx_lambda import extras
 
-from onnx_lambda.client import wire
+# the Python API's own check (the CLI's is onnx_lambda.cli): the error names the extra
+extras.require("client", "client", ("httpx", "h2"), who="onnx_lambda.client.Client")
+
+import httpx  # noqa: E402 (after the check: a missing one says which extra to install)
+import numpy as np  # noqa: E402
+
+from onnx_lambda.client import wire  # noqa: E402
 from onnx_lambda.client.auth import Signer, signer
 from onnx_lambda.client.errors import ClientError, ThrottledError, from_answer
 from onnx_lambda.client.timing import Timing, Trace, timing
@@ -63,7 +68,7 @@ class Client:
                                       verify=verify,
                                       headers=None if gzip else {"accept-encoding": "identity"})
         except ImportError as error:  # httpx names the extra: h2 is in onnx-lambda[client]
-            raise ImportError(f"{error} (pip install 'onnx-lambda[client]')") from None
+            raise ImportError(f"{error} ({extras.install_line('client')})") from None
 
     def __enter__(self) -> Client:
         return self
