@@ -66,10 +66,18 @@ def _fresh_copy(target: Path, models: Path) -> Path:
 
 def _plain_shell(checkout: Path, scratch: Path) -> dict[str, str]:
     """A new terminal's environment: the venv off ``PATH``; the copy's code first on
-    ``PYTHONPATH`` (the suite's venv has the original checkout installed)."""
+    ``PYTHONPATH`` (the suite's venv has the original checkout installed); ``curl`` failing on
+    an HTTP error status (``--fail-with-body``: the page's curl would exit 0 on a 400)."""
     venv = str((ROOT / ".venv").resolve())
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep)
             if p and not p.startswith((venv, str(ROOT / ".venv")))]
+    curl = shutil.which("curl", path=os.pathsep.join(path))
+    assert curl is not None, "the docs' examples need curl"
+    strict = scratch / "bin"
+    strict.mkdir()
+    (strict / "curl").write_text(f'#!/bin/sh\nexec {curl} --fail-with-body "$@"\n')
+    (strict / "curl").chmod(0o755)
+    path.insert(0, str(strict))
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONHOME") and not k.startswith("PYTEST_")}
     (scratch / "tmp").mkdir()
