@@ -108,6 +108,7 @@ def test_page_runs_as_written(page: str, reader: Reader) -> None:
     for block in found:
         reader.run(block)
     reader.stop()
+    print("\n".join(f"{where}: {seconds:.1f} s" for where, seconds in reader.timings))
 
 
 def test_blocks_name_their_page_and_line(tmp_path: Path) -> None:

@@ -135,13 +135,17 @@ class Reader:
     servers: list[tuple[Block, subprocess.Popen[bytes], Path]] = field(default_factory=list)
     timeout_s: float = 240.0
 
+    timings: list[tuple[str, float]] = field(default_factory=list)  # (where, seconds)
+
     def run(self, block: Block) -> None:
+        start = time.monotonic()
         if block.syntax_only:
             self._syntax(block)
         elif block.server:
             self._serve(block)
         else:
             self._command(block)
+        self.timings.append((block.where, time.monotonic() - start))
 
     def stop(self) -> None:
         """Ctrl-C every server still running, as a reader closing the terminal would."""
