@@ -17,15 +17,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import httpx
+import numpy as np
+
 from onnx_lambda import extras
-
-# the Python API's own check (the CLI's is onnx_lambda.cli): the error names the extra
-extras.require("client", "client", ("httpx", "h2"), who="onnx_lambda.client.Client")
-
-import httpx  # noqa: E402 (after the check: a missing one says which extra to install)
-import numpy as np  # noqa: E402
-
-from onnx_lambda.client import wire  # noqa: E402
+from onnx_lambda.client import wire
 from onnx_lambda.client.auth import Signer, signer
 from onnx_lambda.client.errors import ClientError, ThrottledError, from_answer
 from onnx_lambda.client.timing import Timing, Trace, timing

@@ -3,17 +3,12 @@ that fixes it (exit 2), and every extra a command names exists in ``pyproject.to
 
 from __future__ import annotations
 
-import importlib.metadata
-import re
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
 from onnx_lambda import cli, extras
-from onnx_lambda.source_tree import root
 
 
 def test_a_missing_module_names_the_extra_and_the_pip_line() -> None:
