@@ -3,12 +3,17 @@ that fixes it (exit 2), and every extra a command names exists in ``pyproject.to
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from onnx_lambda import cli, extras
+from onnx_lambda.source_tree import root
 
 
 def test_a_missing_module_names_the_extra_and_the_pip_line() -> None:
@@ -63,3 +68,39 @@ def test_the_python_client_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> N
     assert str(error.value).startswith(
         "onnx_lambda.client.Client needs the 'client' extra (no module named 'httpx'): ")
     assert str(error.value).endswith(extras.install_line("client"))
+
+
+def test_every_extra_named_exists_and_every_command_is_known() -> None:
+    project = tomllib.loads((root() / "pyproject.toml").read_text())["project"]
+    declared = set(project["optional-dependencies"])
+    assert {extra for extra, _ in extras.NEEDS.values()} <= declared
+    commands = set(cli.build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert set(extras.NEEDS) <= commands
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _distributions(extra: str, extras: dict[str, list[str]]) -> set[str]:
+    """The distributions ``pip install 'onnx-lambda[extra]'`` asks for by name (``onnx-lambda[x]``
+    entries expanded)."""
+    names: set[str] = set()
+    for line in extras[extra]:
+        requirement = Requirement(line)
+        if _normal(requirement.name) == "onnx-lambda":
+            names |= {n for e in requirement.extras for n in _distributions(e, extras)}
+        else:
+            names.add(_normal(requirement.name))
+    return names
+
+
+def test_each_module_a_command_checks_comes_with_its_extra() -> None:
+    extras_ = tomllib.loads((root() / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    homes = importlib.metadata.packages_distributions()  # module -> distributions (installed)
+    for command, (extra, modules) in extras.NEEDS.items():
+        wanted = _distributions(extra, extras_)
+        for module in modules:
+            assert {_normal(d) for d in homes[module]} & wanted, (command, extra, module)
+
