@@ -27,7 +27,16 @@ def run(args: argparse.Namespace) -> int:
     if not (lab / "__main__.py").is_file():
         raise SourceTreeError(f"{lab} is missing: the benchmark lab runs from a source checkout "
                               "(git clone, then python -m benchmarks from it)")
-    extras.check("bench")
+    missing = None
+    try:
+        extras.check("bench")
+    except extras.MissingExtraError as error:
+        if not {"-h", "--help"} & set(args.rest):
+            raise
+        missing = error  # the help needs none of it: print it, then say what running needs
     path = os.pathsep.join(p for p in (str(root()), os.environ.get("PYTHONPATH")) if p)
-    return subprocess.call([sys.executable, "-m", "benchmarks", *args.rest],
+    code = subprocess.call([sys.executable, "-m", "benchmarks", *args.rest],
                            env={**os.environ, "PYTHONPATH": path})
+    if missing is not None:
+        print(f"\nto run it: {missing}", file=sys.stderr)
+    return code

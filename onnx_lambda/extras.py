@@ -5,6 +5,8 @@ The extras themselves are ``[project.optional-dependencies]`` in ``pyproject.tom
 from __future__ import annotations
 
 import importlib.util
+import sys
+from pathlib import Path
 
 # command -> (extra, the top-level modules its code imports from that extra)
 SERVE = ("serve", ("awslambdaric", "httptools", "uvloop", "yaml", "psutil"))
@@ -26,14 +28,33 @@ class MissingExtraError(ImportError):
     """A command's optional dependency is not installed; the message says how to install it."""
 
 
-def require(command: str, extra: str, modules: tuple[str, ...]) -> None:
+def install_line(extra: str, checkout: Path | None = None) -> str:
+    """The pip line that installs ``extra`` here: in a source checkout the checkout itself
+    (``pip install 'onnx-lambda[x]'`` there would fetch the released package from the
+    registry), with the checkout's ``.venv/bin/pip`` when that is the running interpreter's."""
+    if checkout is None:
+        from onnx_lambda.source_tree import SourceTreeError, root
+
+        try:
+            checkout = root()
+        except SourceTreeError:  # an installed package
+            return f"pip install 'onnx-lambda[{extra}]'"
+    venv = checkout / ".venv"
+    pip = ".venv/bin/pip" if Path(sys.prefix) == venv or Path(sys.prefix) == venv.resolve() \
+        else "pip"
+    where = "" if Path.cwd() == checkout else f" (in {checkout})"
+    return f"{pip} install -e '.[{extra}]'{where}"
+
+
+def require(command: str, extra: str, modules: tuple[str, ...], who: str | None = None) -> None:
     """Raise ``MissingExtraError`` naming ``extra`` when one of ``modules`` is not importable
-    (found without importing it, so a present module costs nothing here)."""
+    (found without importing it, so a present module costs nothing here). ``who`` names the
+    caller in the message (default ``onnx-lambda COMMAND``)."""
     for module in modules:
         if importlib.util.find_spec(module) is None:
             raise MissingExtraError(
-                f"onnx-lambda {command} needs the '{extra}' extra (no module named {module!r}): "
-                f"pip install 'onnx-lambda[{extra}]'", name=module)
+                f"{who or 'onnx-lambda ' + command} needs the '{extra}' extra (no module named "
+                f"{module!r}): {install_line(extra)}", name=module)
 
 
 def check(command: str) -> None:

@@ -31,4 +31,8 @@ _HOMES = {"Client": "client", "Result": "client", "ClientError": "errors",
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _HOMES[name] == "client":  # the Python API's check (the CLI's is in onnx_lambda.cli)
+        from onnx_lambda import extras
+
+        extras.require("client", "client", ("httpx", "h2"), who="onnx_lambda.client.Client")
     return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import httpx
 import numpy as np
 
+from onnx_lambda import extras
 from onnx_lambda.client import wire
 from onnx_lambda.client.auth import Signer, signer
 from onnx_lambda.client.errors import ClientError, ThrottledError, from_answer
@@ -63,7 +64,7 @@ class Client:
                                       verify=verify,
                                       headers=None if gzip else {"accept-encoding": "identity"})
         except ImportError as error:  # httpx names the extra: h2 is in onnx-lambda[client]
-            raise ImportError(f"{error} (pip install 'onnx-lambda[client]')") from None
+            raise ImportError(f"{error} ({extras.install_line('client')})") from None
 
     def __enter__(self) -> Client:
         return self

@@ -63,7 +63,7 @@ def _probe(args: argparse.Namespace) -> int:
                             "timeout": args.timeout},
             progress=lambda line: print(f"\r{line}", end="", file=sys.stderr, flush=True))
     except (ClientError, httpx.HTTPError, OSError, ValueError) as error:
-        print(f"\nonnx-lambda probe: {error}", file=sys.stderr)
+        print(f"\nonnx-lambda probe: {error}{_tls_hint(error)}", file=sys.stderr)
         return 2
     print(file=sys.stderr)
     rendered = probe_report.text(report)
@@ -77,3 +77,14 @@ def _probe(args: argparse.Namespace) -> int:
         probe_report.plot(report, args.out / "probe.png")
         print(f"wrote {args.out}/probe.json, probe.txt, probe.png", file=sys.stderr)
     return 0
+
+
+def _tls_hint(error: Exception) -> str:
+    """What to pass when the server's certificate is not one the system trusts (``serve --tls``
+    makes a self-signed one)."""
+    if "CERTIFICATE_VERIFY_FAILED" not in str(error):
+        return ""
+    return ("\n  the server's certificate is not trusted here: pass --cacert PEM (onnx-lambda "
+            "serve --tls writes its self-signed certificate to a temporary folder and prints "
+            "the path in its banner, 'TLS: self-signed certificate PATH'), or --insecure to "
+            "skip verification")

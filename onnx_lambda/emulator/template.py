@@ -122,9 +122,15 @@ def _dockerfile_runtime(dockerfile: Path, build_args: Mapping[str, Any]) -> str 
 
 
 class _Reader:
-    def __init__(self, path: Path, overrides: Mapping[str, str]) -> None:
+    def __init__(self, path: Path, overrides: Mapping[str, str],
+                 settings: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.root = path.parent.resolve()
         self.data = load_yaml(path)
+        for group, values in (settings or {}).items():  # Mappings: Settings: GROUP: KEY
+            try:
+                self.data["Mappings"]["Settings"][group].update(values)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise TemplateError(f"{path}: no Mappings: Settings: {group}") from exc
         self.resolver = Resolver(self.data, overrides)
         self.globals = self.data.get("Globals") or {}
 
@@ -266,9 +272,11 @@ def _env_value(value: Any) -> str:
 
 
 def load_template(path: str | Path, parameter_overrides: Mapping[str, str] | None = None,
-                  ) -> TemplateSpec:
-    """Read ``path`` (a SAM template) with optional parameter overrides."""
-    reader = _Reader(Path(path), parameter_overrides or {})
+                  settings: Mapping[str, Mapping[str, str]] | None = None) -> TemplateSpec:
+    """Read ``path`` (a SAM template) with optional parameter overrides, and ``settings``
+    overriding values of its ``Mappings: Settings`` (``{"Streaming": {"StreamingUrl":
+    "enabled"}}``: what ``serve --streaming-url`` changes, the template file untouched)."""
+    reader = _Reader(Path(path), parameter_overrides or {}, settings)
     functions: dict[str, FunctionSpec] = {}
     routes: list[RouteSpec] = []
     for name, resource in reader.resources(FUNCTION_TYPE).items():

@@ -17,6 +17,7 @@ MODULES = {
     "digits": "onnx_lambda.examples.digits",
     "minilm": "onnx_lambda.examples.minilm",
     "minilm-reranker": "onnx_lambda.examples.minilm_reranker",
+    "tiny-chat": "onnx_lambda.examples.tiny_chat",
 }
 NAMES = tuple(MODULES)
 

@@ -91,3 +91,11 @@ def test_probe_smoke_writes_its_report(tls: Emulator, tmp_path: Path,
 def test_probe_unreachable_url_is_a_clear_exit(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["probe", "http://127.0.0.1:9", "-n", "1"]) == 2
     assert "onnx-lambda probe:" in capsys.readouterr().err
+
+
+def test_probe_of_a_self_signed_server_names_cacert(tls: Emulator,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", tls.url, "-n", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "CERTIFICATE_VERIFY_FAILED" in err
+    assert "pass --cacert PEM" in err and "TLS: self-signed certificate PATH" in err

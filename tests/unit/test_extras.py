@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -19,7 +21,7 @@ def test_a_missing_module_names_the_extra_and_the_pip_line() -> None:
         extras.require("serve", "serve", ("json", "no_such_module_for_onnx_lambda"))
     assert str(error.value) == (
         "onnx-lambda serve needs the 'serve' extra (no module named "
-        "'no_such_module_for_onnx_lambda'): pip install 'onnx-lambda[serve]'")
+        "'no_such_module_for_onnx_lambda'): " + extras.install_line("serve"))
     assert error.value.name == "no_such_module_for_onnx_lambda"
 
 
@@ -35,14 +37,37 @@ def test_the_cli_prints_the_line_and_exits_2(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
         "onnx-lambda simulate needs the 'plan' extra (no module named "
-        "'no_such_module_for_onnx_lambda'): pip install 'onnx-lambda[plan]'"]
+        "'no_such_module_for_onnx_lambda'): " + extras.install_line("plan")]
 
 
 def test_bench_in_a_checkout_names_the_lab_extra(monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(extras.NEEDS, "bench", ("bench", ("no_such_module_for_onnx_lambda",)))
     assert cli.main(["bench", "--quick"]) == 2
-    assert capsys.readouterr().err.strip().endswith("pip install 'onnx-lambda[bench]'")
+    assert capsys.readouterr().err.strip().endswith(extras.install_line("bench"))
+
+
+def test_the_install_line_installs_the_checkout_not_the_registry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert extras.install_line("client", tmp_path) == "pip install -e '.[client]'"
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    assert extras.install_line("client", tmp_path) == ".venv/bin/pip install -e '.[client]'"
+    monkeypatch.chdir(tmp_path.parent)
+    assert extras.install_line("client", tmp_path) == (
+        f".venv/bin/pip install -e '.[client]' (in {tmp_path})")
+
+
+def test_the_python_client_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from onnx_lambda.client import Client`` without httpx: the extra, not a bare
+    ModuleNotFoundError."""
+    monkeypatch.setitem(sys.modules, "httpx", None)  # (None: "not importable" to find_spec)
+    monkeypatch.delitem(sys.modules, "onnx_lambda.client.client", raising=False)
+    with pytest.raises(extras.MissingExtraError) as error:
+        from onnx_lambda.client import Client  # noqa: F401
+    assert str(error.value).startswith(
+        "onnx_lambda.client.Client needs the 'client' extra (no module named 'httpx'): ")
+    assert str(error.value).endswith(extras.install_line("client"))
 
 
 def test_every_extra_named_exists_and_every_command_is_known() -> None:

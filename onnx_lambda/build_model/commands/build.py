@@ -1,5 +1,5 @@
 """``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``, ``minilm-reranker``).
+name (``digits``, ``minilm``, ``minilm-reranker``, ``tiny-chat``).
 
 build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
 do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
@@ -30,14 +30,15 @@ def register(subparsers: Any) -> None:
         "build-model", help="optimize, quantize and package a model for Lambda",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", metavar="SOURCE",
-                        help="an .onnx file, or: digits, minilm, minilm-reranker")
+                        help="an .onnx file, or: digits, minilm, minilm-reranker, tiny-chat")
     parser.add_argument("-o", "--output", required=True, type=Path,
                         help="the model folder to write (e.g. models/NAME)")
     model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
     model.add_argument("--name", help="model name (default: the output folder's name)")
     model.add_argument("--pipeline",
-                       help="tensor | classifier | text-embedding | rerank | package.module "
-                            "(default: rerank for a cross-encoder shipped with its "
+                       help="tensor | classifier | text-embedding | rerank | generate | "
+                            "package.module (default: generate for a decoder with a "
+                            "key/value cache, rerank for a cross-encoder shipped with its "
                             "tokenizer.json, else tensor)")
     model.add_argument("--pipeline-option", action="append", default=[], metavar="KEY=JSON",
                        help="a pipeline setting, e.g. max_length=128 (repeatable)")
@@ -285,13 +286,13 @@ def _summary(report: BuildReport, console: Console) -> None:
     table.add_column("")
     table.add_column("source", justify="right")
     table.add_column("artifact", justify="right")
-    table.add_column("before ÷ after", justify="right")
+    table.add_column("artifact vs source", justify="right")
     table.add_row("size", human_size(before.size_bytes), human_size(after.size_bytes),
-                  _ratio(before.size_bytes, after.size_bytes))
+                  _ratio(before.size_bytes, after.size_bytes, "smaller", "larger"))
     table.add_row("session load", f"{before.load_ms:.1f} ms", f"{after.load_ms:.1f} ms",
-                  _ratio(before.load_ms, after.load_ms))
+                  _ratio(before.load_ms, after.load_ms, "faster", "slower"))
     table.add_row("inference p50 (batch 1)", f"{before.p50_ms:.3f} ms", f"{after.p50_ms:.3f} ms",
-                  _ratio(before.p50_ms, after.p50_ms))
+                  _ratio(before.p50_ms, after.p50_ms, "faster", "slower"))
     console.print(table)
     console.print(f"accuracy vs reference: {report.accuracy.describe()}")
     console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
@@ -299,5 +300,9 @@ def _summary(report: BuildReport, console: Console) -> None:
                   f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
 
 
-def _ratio(before: float, after: float) -> str:
-    return f"{before / after:.2f}×" if after else "–"
+def _ratio(before: float, after: float, less: str, more: str) -> str:
+    """``2.10× smaller`` / ``1.30× larger``: the factor always ≥ 1, the word saying which way
+    (a bare before ÷ after read "0.46×" for an artifact larger than its source)."""
+    if not before or not after:
+        return "–"
+    return f"{before / after:.2f}× {less}" if after <= before else f"{after / before:.2f}× {more}"

@@ -8,6 +8,9 @@ import sys
 
 from onnx_lambda.emulator.commands.options import add_common, emulator_kwargs, fail, print_err
 
+# --streaming-url: the template's own switch for the streaming function
+STREAMING = {"Streaming": {"StreamingUrl": "enabled"}}
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser(
@@ -34,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="hold every request and every response this long on the front, "
                             "as a caller MS ms away (one way) would see; handshakes are not "
                             "delayed (default: 0)")
+    serve.add_argument("--streaming-url", action="store_true",
+                       help="serve StreamingFunction's response-streaming Function URL too, as "
+                            "template.yaml's Settings Streaming StreamingUrl: enabled would (the "
+                            "file is not changed; its URL is in the banner)")
     serve.add_argument("--quiet", "-q", action="store_true",
                        help="don't print function logs and REPORT lines")
     serve.set_defaults(func=run)
@@ -45,13 +52,19 @@ def run(args: argparse.Namespace) -> int:
 
     from onnx_lambda.emulator.intrinsics import TemplateError
     from onnx_lambda.emulator.server import Emulator, new_event_loop, serve_until_stopped
+    from onnx_lambda.emulator.template import load_template
 
     try:
+        kwargs = emulator_kwargs(args)
+        if args.streaming_url:
+            kwargs["template"] = load_template(kwargs["template"],
+                                               kwargs.pop("parameter_overrides"), STREAMING)
         emulator = Emulator(host=args.host, port=args.port, provisioned=args.provisioned,
                             concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
                             init_timeout_s=args.init_timeout, tls=args.tls,
                             network_delay_ms=args.network_delay,
                             log=None if args.quiet else print_err, **emulator_kwargs(args))
+                            log=None if args.quiet else print_err, **kwargs)
     except (TemplateError, OSError, ValueError) as error:
         return fail("serve", error)
 
