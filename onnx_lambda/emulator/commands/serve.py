@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
                             concurrency=args.concurrency, idle_timeout_s=args.idle_timeout,
                             init_timeout_s=args.init_timeout, tls=args.tls,
                             network_delay_ms=args.network_delay,
-                            log=None if args.quiet else print_err, **emulator_kwargs(args))
                             log=None if args.quiet else print_err, **kwargs)
     except (TemplateError, OSError, ValueError) as error:
         return fail("serve", error)
