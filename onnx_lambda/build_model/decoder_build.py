@@ -58,8 +58,11 @@ from onnx_lambda.examples.sentences import SENTENCES
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json")
 GATE_PROMPTS = SENTENCES[:8]
 GATE_TOKENS = 32
-METHODS = ("int4", "none")
-DECODER_ALGOS = ("rtn", "hqq")
+# What the decoder build takes: the records that say so (weight-only: nothing calibrates on
+# feeds, which a decoder's cache would need), and int4's default algorithm for a decoder.
+METHODS = (*dict.fromkeys(r.method for r in quant_methods.RECORDS if r.decoder), "none")
+DECODER_ALGOS = tuple(r.algo for r in quant_methods.RECORDS if r.decoder and r.algo)
+DECODER_ALGO = "mixed"
 
 
 def is_decoder(source: Path) -> bool:
@@ -98,7 +101,7 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     method = options.quantize or "none"
     if method not in METHODS:
         raise BuildError(f"--quantize {method}: a decoder is quantized weight-only, "
-                         f"--quantize int4 (or none)")
+                         f"--quantize {' | '.join(METHODS)}")
     threshold = options.thresholds.token_agreement
     tokenizer = _tokenizer(files["tokenizer.json"])
     prompts = [tokenizer.encode(p).ids for p in GATE_PROMPTS]
@@ -107,19 +110,20 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         references = [reference.greedy(p, GATE_TOKENS) for p in prompts]
         note(f"{len(prompts)} prompts × {GATE_TOKENS} tokens")
     current, metadata = spec.source, dict(spec.metadata)
-    if method == "int4":
-        with steps.step("quantize (int4, weight-only)") as note:
-            current = work / "int4.onnx"
-            algo = options.algo or "rtn"
-            if algo not in DECODER_ALGOS:  # they calibrate on feeds: a decoder's need a cache
+    if method != "none":
+        algo = (options.algo or DECODER_ALGO) if method == "int4" else None
+        record = quant_methods.record(method, algo)
+        with steps.step(f"quantize ({record.label}, weight-only)") as note:
+            current = work / "quantized.onnx"
+            if not record.decoder:  # they calibrate on feeds: a decoder's need a cache
                 raise BuildError(f"--algo {algo}: a decoder's int4 is {' or '.join(DECODER_ALGOS)}"
                                  " here (gptq and awq calibrate on sample feeds, which this "
                                  "build does not make for a decoder yet)")
             matmuls = work / "matmul.onnx"
             rewritten = gemm_as_matmul(spec.source, matmuls)
-            quant_methods.apply("int4", matmuls if rewritten else spec.source, current,
+            quant_methods.apply(method, matmuls if rewritten else spec.source, current,
                                 op_types=("MatMul",),
-                                per_channel=False, reduce_range=False, algo=algo,
+                                per_channel=False, reduce_range=False, algo=algo or "rtn",
                                 block_size=options.block_size or 32,
                                 symmetric=True if options.symmetric is None else options.symmetric,
                                 keep_fp32_ops=(), calibration=[], candidates=[])
@@ -127,18 +131,18 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                          for n in signature.parse(current).graph.node)
             if not blocks:
                 raise NothingToQuantizeError(
-                    f"{spec.source}: int4 found no MatMul or Gemm with constant weights to "
-                    "quantize: build it fp32")
+                    f"{spec.source}: {record.label} found no MatMul or Gemm with constant "
+                    "weights to quantize: build it fp32")
             agreement = _Runner(current, layout).agreement(prompts, references)
-            metadata["quantization"] = {"type": "int4", "method": f"int4 {algo}",
+            metadata["quantization"] = {"type": method, "method": record.label,
                                         "nodes": blocks, "gemm_as_matmul": rewritten,
                                         "block_size": options.block_size or 32,
                                         "gate": agreement.to_dict(), "threshold": threshold}
             note(f"token agreement {agreement.forced:.3f} (threshold {threshold})")
             if agreement.forced < threshold:
                 raise AccuracyGateError(
-                    f"int4 fails the generation gate: greedy token agreement with the fp32 model "
-                    f"{agreement.forced:.3f} < {threshold} (worst prompt "
+                    f"{record.label} fails the generation gate: greedy token agreement with the "
+                    f"fp32 model {agreement.forced:.3f} < {threshold} (worst prompt "
                     f"{agreement.worst:.3f}, free-running prefix {agreement.prefix:.3f}); keep "
                     "it fp32, or lower --min-token-agreement knowingly")
     with steps.step("logits of the last position only") as note:

@@ -19,13 +19,14 @@ import pytest
 from onnx import TensorProto, helper
 
 from handler.manifest import Manifest
-from onnx_lambda.build_model import quantize
+from onnx_lambda.build_model import quant_writers, quantize
 from onnx_lambda.build_model.gate import Accuracy, Thresholds
 from onnx_lambda.cli import main
 from tests.support import build_models, models
 
 METHODS = [("int8-dynamic",), ("int8-static",), ("int4", "--algo", "rtn"),
-           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",), ("int8-mixed",)]
+           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("int4", "--algo", "mixed"),
+           ("fp16",), ("int8-mixed",), ("int8-weights",)]
 
 
 def build(source: Path, output: Path, *args: str) -> int:
@@ -77,12 +78,16 @@ def test_each_method_builds_and_the_manifest_counts_what_the_file_holds(
     for by_op in quant["graph"].values():
         counted.update(by_op)
     assert counted == held
-    if method[0] == "int4":
+    if method[-1] == "mixed":  # the last MatMul (a decoder's vocabulary projection) in 8 bits
+        assert quant["graph"]["int4"] == quant["graph"]["int8"] == {"MatMulNBits": 1}
+    elif method[0] == "int8-weights":
+        assert quant["graph"]["int8"] == {"MatMulNBits": 2} and "MatMul" not in held
+    elif method[0] == "int4":
         assert quant["graph"]["int4"] == {"MatMulNBits": 2} and "MatMul" not in held
         assert quant["algo"] == method[2] and quant["block_size"] == 32
     elif method[0] == "int8-static":
         assert quant["graph"]["int8 (qdq)"]["MatMul"] == 2
-        assert quant["calibration_samples"] == 8  # the build's own gate samples
+        assert quant["calibration_samples"] == 4  # the tuning half of the 8 gate samples
     elif method[0] == "fp16":
         assert quant["graph"]["fp16"]["MatMul"] == 2
     else:
@@ -513,7 +518,7 @@ def test_int8_mixed_8_bit_blocks_use_all_8_bits_without_saturating(tmp_path: Pat
     blocks, expected = {}, {}
     for symmetric in (False, True):  # int8-mixed's default, and --symmetric
         target = tmp_path / f"q8-{symmetric}.onnx"
-        quantize.quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric,
+        quant_writers.nbits(source, target, ("MatMul",), "rtn", block, symmetric,
                                       (), [], bits=8, only=["only"])
         model = onnx.load(str(target))
         (node,) = model.graph.node
