@@ -57,11 +57,19 @@ from onnx_lambda.examples.sentences import SENTENCES
 
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json")
 GATE_PROMPTS = SENTENCES[:8]
+# The prompts the decoder defaults below were chosen on (benchmarks/decoder_quant.py: SmolLM2,
+# 24 greedy tokens each): none of them judges a build.
+CHOICE_PROMPTS = SENTENCES[8:16]
 GATE_TOKENS = 32
 # What the decoder build takes: the records that say so (weight-only: nothing calibrates on
 # feeds, which a decoder's cache would need), and int4's default algorithm for a decoder.
 METHODS = (*dict.fromkeys(r.method for r in quant_methods.RECORDS if r.decoder), "none")
 DECODER_ALGOS = tuple(r.algo for r in quant_methods.RECORDS if r.decoder and r.algo)
+# int4's algorithm for a decoder, chosen on SmolLM2-135M-Instruct (CHOICE_PROMPTS, 24 greedy
+# tokens, teacher-forced agreement with fp32; 1 thread, tokens/s over fp32's): mixed (minmax
+# blocks, the vocabulary projection in 8 bits) 0.969 at 2.32x; minmax alone 0.833; hqq 0.78;
+# rtn 0.64-0.68 at 3.3x, onnxruntime-genai's int4 0.65 at 3.4x; int8-weights 0.948 at 1.98x
+# (docs/how-to/quantize.md).
 DECODER_ALGO = "mixed"
 
 

@@ -15,10 +15,11 @@ its tests.
   at accuracy level 4 the activations are quantized per block of one row, so an item's answer
   does not depend on its neighbours. The safe middle for decoders.
 - ``int4 ALGO``: weight-only 4-bit blocks: rtn (round to nearest), hqq (half-quadratic; its
-  float zero points are rounded into the form onnxruntime's int8-compute kernel takes,
-  ``quant_writers.integer_zero_points``), gptq (Hessian-aware, calibrated), awq (rtn on a graph
-  rescaled by searched activation-aware scales, calibrated), mixed (rtn, with the projections
-  that hurt most in 8-bit blocks: ``quant_writers.SENSITIVE``).
+  float zero points put in the form onnxruntime's int8-compute kernel takes,
+  ``quant_writers.float_zero_points_apart``), gptq (Hessian-aware, calibrated), awq (rtn on a graph
+  rescaled by searched activation-aware scales, calibrated), minmax (each block's own range,
+  float zero points, ``quant_writers.minmax``), mixed (minmax, the vocabulary projection in
+  8-bit blocks: ``quant_writers.sensitive``).
 - ``fp16``: weights and compute in float16 with fp32 inputs/outputs, ``KEEP_FP32_OPS`` in fp32.
 
 Any method with ``smooths`` may smooth first (``--smooth ALPHA``, ``smooth.py``).
@@ -113,6 +114,10 @@ def _blocks(algo: str, bits: int = 4) -> Callable[[Job], None]:
     return write
 
 
+def _minmax(job: Job) -> None:
+    writers.minmax(job.source, job.target, job.op_types, job.block_size, job.skip)
+
+
 def _int4_mixed(job: Job) -> None:
     writers.mixed(job.source, job.target, job.op_types, job.block_size, job.symmetric, job.skip)
 
@@ -124,29 +129,33 @@ def _fp16(job: Job) -> None:
 RECORDS: tuple[Method, ...] = (
     Method("int8-dynamic", None, "int8 weights, activations per tensor at run time (batch-"
            "dependent)", _DYNAMIC_OPS, _dynamic, smooths=True, u8s8=True, batch_invariant=False,
-           latency=8, size=6),
+           latency=9, size=7),
     Method("int8-static", None, "int8 weights and activations, ranges calibrated",
            ("MatMul", "Attention", "Gather", "Gemm", "Conv", "Add", "Mul", "Relu"), _static,
-           calibrates=True, smooths=True, u8s8=True, latency=4, size=7),
+           calibrates=True, smooths=True, u8s8=True, latency=5, size=8),
     Method("int8-weights", None, "8-bit weight-only blocks, activations per block of a row",
            ("MatMul",), _blocks("rtn", bits=8), smooths=True, decoder=True, latency=1,
-           size=5),
+           size=6),
     Method("int4", "rtn", "4-bit weight-only blocks, round to nearest", ("MatMul", "Gather"),
            _blocks("rtn"), smooths=True, decoder=True, latency=2, size=1),
-    Method("int4", "mixed", "4-bit blocks, the sensitive projections in 8-bit blocks",
-           ("MatMul",), _int4_mixed, smooths=True, decoder=True, latency=3, size=2),
+    Method("int4", "minmax", "4-bit blocks from each block's min/max, float zero points in "
+           "the fast kernel's form", ("MatMul",), _minmax, smooths=True, decoder=True,
+           latency=3, size=2),
+    Method("int4", "mixed", "int4 minmax, the last MatMul (a decoder's vocabulary projection) "
+           "in 8-bit blocks",
+           ("MatMul",), _int4_mixed, smooths=True, decoder=True, latency=4, size=3),
     Method("int4", "hqq", "4-bit blocks, half-quadratic (no data), integer zero points",
-           ("MatMul",), _blocks("hqq"), smooths=True, decoder=True, needs="torch", latency=6,
-           size=4),
+           ("MatMul",), _blocks("hqq"), smooths=True, decoder=True, needs="torch", latency=7,
+           size=5),
     Method("int4", "gptq", "4-bit blocks, Hessian-aware, calibrated", ("MatMul",),
            _blocks("gptq"), calibrates=True, smooths=True),
     Method("int4", "awq", "rtn after activation-aware scales, calibrated", ("MatMul", "Gather"),
-           _blocks("rtn"), calibrates=True, latency=5, size=3),
+           _blocks("rtn"), calibrates=True, latency=6, size=4),
     Method("fp16", None, "float16 weights and compute", ("MatMul", "Attention", "Gather", "Gemm",
-           "Conv"), _fp16, latency=7, size=8),
+           "Conv"), _fp16, latency=8, size=9),
     Method("int8-mixed", None, "int8-dynamic, left-out MatMuls in 8-bit blocks (batch-"
            "dependent)", _DYNAMIC_OPS, _mixed, smooths=True, u8s8=True, batch_invariant=False,
-           held="left out (MatMuls: 8-bit blocks)", latency=9, size=9),
+           held="left out (MatMuls: 8-bit blocks)", latency=10, size=10),
 )
 BY_LABEL = {record.label: record for record in RECORDS}
 METHODS = tuple(dict.fromkeys(record.method for record in RECORDS))
