@@ -1,6 +1,7 @@
 """``build-model`` for a decoder-only language model: recognise its layout, ship its tokenizer
-and Hugging Face settings beside it, quantize its weights to int4 (optional) behind a gate
-measured on generated tokens, and record in the manifest what the ``generate`` pipeline needs.
+and Hugging Face settings beside it, quantize its weights (optional; weight-only, the
+``quant_methods`` records marked ``decoder``) behind a gate measured on generated tokens, and
+record in the manifest what the ``generate`` pipeline needs.
 
 The layout is read from the ONNX signature by the handler's own ``recognise``
 (``handler.generation.layout``): a model the pipeline cannot run is refused here with the same

@@ -321,11 +321,11 @@ def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_men
     from onnx_lambda.build_model.quantize import QuantizeSettings
     from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
-    mixed = QuantizeSettings(method="int8-mixed")
+    weights = QuantizeSettings(method="int8-weights")
     spec = ModelSpec(source=build_models.chain(tmp_path / "chain.onnx", layers=4, width=128),
-                     name="own", quantize=mixed, auto_tries={"latency": (
-                         QuantizeSettings(method="int8-mixed", block_size=64),
-                         QuantizeSettings(method="int8-dynamic"))})
+                     name="own", quantize=weights, auto_tries={"latency": (
+                         QuantizeSettings(method="int8-weights", block_size=64),
+                         QuantizeSettings(method="int4"))})
     loose = Thresholds(mean_cosine=0.95, min_cosine=0.9)
 
     def quantization(options: BuildOptions) -> dict:
@@ -333,7 +333,7 @@ def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_men
         return report.manifest.metadata["quantization"]
 
     own = quantization(BuildOptions(thresholds=loose))["auto"]["tries"]
-    assert [t["method"] for t in own] == ["int8-mixed (block 64)", "int8-dynamic"]
+    assert [t["method"] for t in own] == ["int8-weights (block 64)", "int4 rtn"]
     assert [t["chosen"] for t in own] == [t is most_accurate_of_the_fastest(own) for t in own]
     menu = quantization(BuildOptions(quantize="auto", budget_s=0, thresholds=loose))
     # the whole menu of batch-invariant methods, in the records' order
