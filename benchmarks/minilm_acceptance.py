@@ -3,7 +3,7 @@
     python -m benchmarks.minilm_acceptance [--model models/minilm ...] [--threads 1]
 
 - accuracy: the artifact's embeddings vs PyTorch fp32 (sentence-transformers recipe), cosine
-  mean and minimum over ``SENTENCES``;
+  mean and minimum over ``HELD_OUT`` (the judging half of the gate texts: none tuned the build);
 - the baseline: PyTorch fp32 as transformers loads it by default (``sdpa`` attention),
   ``inference_mode``, the same tokenizer, warmed up; the ``eager`` attention the export traces
   is shown beside it;
@@ -41,15 +41,16 @@ from handler.pipelines import load as load_pipeline
 from onnx_lambda.build_model import measure
 from onnx_lambda.build_model.gate import as_numpy
 from onnx_lambda.examples import minilm
-from onnx_lambda.examples.sentences import SENTENCES
+from onnx_lambda.examples.sentences import SENTENCES, gate_texts
 from onnx_lambda.sizes import human_size
 from onnx_lambda.stats import DEFINITION, median
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-ACCEPT_MEAN_COSINE = 0.99
-ACCEPT_MIN_COSINE = 0.98
+ACCEPT_MEAN_COSINE = 0.995  # on held-out texts (issue 32)
+ACCEPT_MIN_COSINE = 0.99
+HELD_OUT = gate_texts()[1::2]  # gate.split's judging half
 ACCEPT_SPEEDUP = 5.0  # design.md's budget, on CPU time
 Embed = Callable[[str], np.ndarray]
 
@@ -92,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             sizes[name] = measure.folder_size(folder)
             engines[name], encode_ms[name] = _pipeline_embed(
                 measure.load_folder(folder, args.threads))
-        reference = np.stack([engines["PyTorch fp32"](s) for s in SENTENCES])
-        cosines = {name: (reference * np.stack([engines[name](s) for s in SENTENCES])).sum(axis=1)
+        reference = np.stack([engines["PyTorch fp32"](s) for s in HELD_OUT])
+        cosines = {name: (reference * np.stack([engines[name](s) for s in HELD_OUT])).sum(axis=1)
                    for name in names.values()}
         p50, cpu = _latencies(engines, args.rounds)
     _print(console, args, cosines, p50, cpu, loads, sizes)

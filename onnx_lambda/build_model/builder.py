@@ -44,7 +44,15 @@ from onnx_lambda.build_model import (
     tokenizer_split,
 )
 from onnx_lambda.build_model.errors import AccuracyGateError
-from onnx_lambda.build_model.gate import Accuracy, Feeds, collect, compare
+from onnx_lambda.build_model.gate import (
+    Accuracy,
+    Feeds,
+    batch_invariance,
+    collect,
+    compare,
+    rows_of,
+    split,
+)
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
@@ -117,6 +125,11 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
             samples = found.samples
             note(f"{example.describe(found.feeds)} ({found.how}); {len(samples)} gate sample(s)")
     feeds = found.feeds if found is not None else _batch_one(samples[0])  # batch 1, measured
+    # Tuning (calibration, node ranking, auto's choice) sees one half, the gate judges the other;
+    # --calibration's feeds join the samples (split too) where the reference is the source's own.
+    extra = list(options.calibration) if spec.reference is None else []
+    samples = [*samples, *extra]
+    parts = split(samples, synthetic=found is not None and found.how != "given" and not extra)
     current, run_reference = spec.source, run_source
     metadata = dict(spec.metadata)
     comparable, pipeline_options, graph_outputs = spec.comparable, dict(spec.pipeline_options), {}
@@ -160,6 +173,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     else:  # an example's own reference rows (minilm: PyTorch's embeddings)
         reference = (spec.reference if isinstance(spec.reference, dict)
                      else {"output": spec.reference})
+    tune_reference = rows_of(samples, reference, parts.tune_index)
+    judge_reference = rows_of(samples, reference, parts.judge_index)
     if not reference:
         steps.console.print("    [dim]accuracy gate: nothing comparable (no numeric, label or "
                             "map output): outputs are not checked[/dim]")
@@ -176,8 +191,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
     def evaluate(path: Path) -> Accuracy:
         model = shipped(path)
         run = _runner(path if model is None else model.SerializeToString())
-        candidate = collect(run, samples, comparable)
-        return compare(reference, candidate, classifier=spec.classifier)
+        candidate = collect(run, parts.tune, comparable)
+        return compare(tune_reference, candidate, classifier=spec.classifier)
 
     if settings is not None and not reference:
         steps.console.print("[yellow]![/yellow] quantize skipped: the accuracy gate has no "
@@ -185,7 +200,7 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         metadata["quantization"] = {"type": "none", "reason": "no comparable output"}
         settings = None
     if settings is not None:
-        calibration = [*samples, *options.calibration]
+        calibration = [*parts.tune, *([] if extra else options.calibration)]
         current = _quantize(current, work, settings, candidates, evaluate, options, steps,
                             metadata, calibration, feeds)
     with steps.step("optimize" if options.optimize else "package") as note:
@@ -222,14 +237,19 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
                                        measure.folder_size(staging), feeds)
-        accuracy = compare(reference, collect(model.run, samples, comparable),
-                           classifier=spec.classifier)
+        accuracy = compare(judge_reference, collect(model.run, parts.judge, comparable),
+                           classifier=spec.classifier).on(parts.describe())
         note(f"as the runtime loads it: {accuracy.describe()}")
+        invariance = batch_invariance(model.run, parts.judge, comparable)
+        note(invariance.describe())
         failures = accuracy.failures(options.thresholds)
+        if invariance.fails(options.thresholds) and options.quantize in (None, "auto"):
+            failures.append(invariance.describe())  # a default must be; a named method warns
         if failures:
             raise AccuracyGateError(f"the built artifact fails the accuracy gate: "
                                     f"{'; '.join(failures)}")
-        metadata["build"] = {"accuracy": accuracy.to_dict(),
+        metadata["build"] = {"accuracy": accuracy.to_dict(), "split": parts.to_dict(),
+                             "batch_invariance": invariance.min_cosine,
                              "before": dataclasses.asdict(before),
                              "after": dataclasses.asdict(after)}
         manifest = manifest._replace(metadata=metadata)
@@ -325,6 +345,6 @@ def _auto_candidates(spec: ModelSpec, options: BuildOptions,
     if settings is None:
         return None
     if options.quantize == "auto":
-        return quant_auto.menu(settings, options.objective)
+        return quant_auto.menu(settings, options.objective, spec.pipeline)
     own = spec.auto_tries.get(options.objective, ()) if options.quantize is None else ()
     return [_overridden(candidate, options) for candidate in own] or None

@@ -1,6 +1,7 @@
 """``build-model`` for a decoder-only language model: recognise its layout, ship its tokenizer
-and Hugging Face settings beside it, quantize its weights to int4 (optional) behind a gate
-measured on generated tokens, and record in the manifest what the ``generate`` pipeline needs.
+and Hugging Face settings beside it, quantize its weights (optional; weight-only, the
+``quant_methods`` records marked ``decoder``) behind a gate measured on generated tokens, and
+record in the manifest what the ``generate`` pipeline needs.
 
 The layout is read from the ONNX signature by the handler's own ``recognise``
 (``handler.generation.layout``): a model the pipeline cannot run is refused here with the same
@@ -42,7 +43,7 @@ from handler.generation.layout import DecoderLayout, LayoutError, recognise
 from handler.manifest import Manifest
 from handler.model import Model, threads_for, visible_cpus
 from handler.ort.session import Session
-from onnx_lambda.build_model import package, quant_methods, signature
+from onnx_lambda.build_model import llm_graph, package, quant_methods, signature
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -57,9 +58,20 @@ from onnx_lambda.examples.sentences import SENTENCES
 
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json")
 GATE_PROMPTS = SENTENCES[:8]
+# The prompts the decoder defaults below were chosen on (benchmarks/decoder_quant.py: SmolLM2,
+# 24 greedy tokens each): none of them judges a build.
+CHOICE_PROMPTS = SENTENCES[8:16]
 GATE_TOKENS = 32
-METHODS = ("int4", "none")
-DECODER_ALGOS = ("rtn", "hqq")
+# What the decoder build takes: the records that say so (weight-only: nothing calibrates on
+# feeds, which a decoder's cache would need), and int4's default algorithm for a decoder.
+METHODS = (*dict.fromkeys(r.method for r in quant_methods.RECORDS if r.decoder), "none")
+DECODER_ALGOS = tuple(r.algo for r in quant_methods.RECORDS if r.decoder and r.algo)
+# int4's algorithm for a decoder, chosen on SmolLM2-135M-Instruct (CHOICE_PROMPTS, 24 greedy
+# tokens, teacher-forced agreement with fp32; 1 thread, tokens/s over fp32's): mixed (minmax
+# blocks, the vocabulary projection in 8 bits) 0.969 at 2.32x; minmax alone 0.833; hqq 0.78;
+# rtn 0.64-0.68 at 3.3x, onnxruntime-genai's int4 0.65 at 3.4x; int8-weights 0.948 at 1.98x
+# (docs/how-to/quantize.md).
+DECODER_ALGO = "mixed"
 
 
 def is_decoder(source: Path) -> bool:
@@ -87,8 +99,9 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         session = _session(spec.source)
         inputs = signature.tensor_infos(session.get_inputs())
         outputs = signature.tensor_infos(session.get_outputs())
+        given = _symbolic_head(inputs, spec)
         try:
-            layout = recognise(inputs, outputs)
+            layout = recognise(inputs, outputs, given)
         except LayoutError as exc:
             raise InvalidModelError(f"{spec.source}: not a decoder the generate pipeline runs: "
                                     f"{exc}") from None
@@ -98,7 +111,7 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     method = options.quantize or "none"
     if method not in METHODS:
         raise BuildError(f"--quantize {method}: a decoder is quantized weight-only, "
-                         f"--quantize int4 (or none)")
+                         f"--quantize {' | '.join(METHODS)}")
     threshold = options.thresholds.token_agreement
     tokenizer = _tokenizer(files["tokenizer.json"])
     prompts = [tokenizer.encode(p).ids for p in GATE_PROMPTS]
@@ -107,19 +120,20 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         references = [reference.greedy(p, GATE_TOKENS) for p in prompts]
         note(f"{len(prompts)} prompts × {GATE_TOKENS} tokens")
     current, metadata = spec.source, dict(spec.metadata)
-    if method == "int4":
-        with steps.step("quantize (int4, weight-only)") as note:
-            current = work / "int4.onnx"
-            algo = options.algo or "rtn"
-            if algo not in DECODER_ALGOS:  # they calibrate on feeds: a decoder's need a cache
+    if method != "none":
+        algo = (options.algo or DECODER_ALGO) if method == "int4" else None
+        record = quant_methods.record(method, algo)
+        with steps.step(f"quantize ({record.label}, weight-only)") as note:
+            current = work / "quantized.onnx"
+            if not record.decoder:  # they calibrate on feeds: a decoder's need a cache
                 raise BuildError(f"--algo {algo}: a decoder's int4 is {' or '.join(DECODER_ALGOS)}"
                                  " here (gptq and awq calibrate on sample feeds, which this "
                                  "build does not make for a decoder yet)")
             matmuls = work / "matmul.onnx"
             rewritten = gemm_as_matmul(spec.source, matmuls)
-            quant_methods.apply("int4", matmuls if rewritten else spec.source, current,
+            quant_methods.apply(method, matmuls if rewritten else spec.source, current,
                                 op_types=("MatMul",),
-                                per_channel=False, reduce_range=False, algo=algo,
+                                per_channel=False, reduce_range=False, algo=algo or "rtn",
                                 block_size=options.block_size or 32,
                                 symmetric=True if options.symmetric is None else options.symmetric,
                                 keep_fp32_ops=(), calibration=[], candidates=[])
@@ -127,18 +141,18 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                          for n in signature.parse(current).graph.node)
             if not blocks:
                 raise NothingToQuantizeError(
-                    f"{spec.source}: int4 found no MatMul or Gemm with constant weights to "
-                    "quantize: build it fp32")
+                    f"{spec.source}: {record.label} found no MatMul or Gemm with constant "
+                    "weights to quantize: build it fp32")
             agreement = _Runner(current, layout).agreement(prompts, references)
-            metadata["quantization"] = {"type": "int4", "method": f"int4 {algo}",
+            metadata["quantization"] = {"type": method, "method": record.label,
                                         "nodes": blocks, "gemm_as_matmul": rewritten,
                                         "block_size": options.block_size or 32,
                                         "gate": agreement.to_dict(), "threshold": threshold}
             note(f"token agreement {agreement.forced:.3f} (threshold {threshold})")
             if agreement.forced < threshold:
                 raise AccuracyGateError(
-                    f"int4 fails the generation gate: greedy token agreement with the fp32 model "
-                    f"{agreement.forced:.3f} < {threshold} (worst prompt "
+                    f"{record.label} fails the generation gate: greedy token agreement with the "
+                    f"fp32 model {agreement.forced:.3f} < {threshold} (worst prompt "
                     f"{agreement.worst:.3f}, free-running prefix {agreement.prefix:.3f}); keep "
                     "it fp32, or lower --min-token-agreement knowingly")
     with steps.step("logits of the last position only") as note:
@@ -156,7 +170,8 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         chosen = package.loaded_file(staging, options, note)
         manifest = package.manifest(
             staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
-            pipeline="generate", pipeline_options=dict(spec.pipeline_options),
+            pipeline="generate", pipeline_options={
+                **spec.pipeline_options, **({"head_dim": given} if given else {})},
             example=spec.example or "Hello", metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify: the artifact as the runtime loads it") as note:
@@ -181,6 +196,17 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     accuracy = Accuracy(None, None, None, agreement.forced, agreement.positions,
                         compared=("greedy tokens (teacher-forced agreement)",))
     return manifest, before, after, accuracy
+
+
+def _symbolic_head(inputs: tuple[Any, ...], spec: ModelSpec) -> int | None:
+    """The head size where the signature leaves it symbolic (onnxruntime-genai's cache), read
+    from the files beside the source or its graph (``llm_graph``); None where it is fixed."""
+    first = next((i for i in inputs if i.name == "past_key_values.0.key"), None)
+    if first is None or len(first.shape) != 4 or isinstance(first.shape[3], int):
+        return None
+    given = spec.pipeline_options.get("head_dim")  # --pipeline-option head_dim=N wins
+    return given if given is not None else llm_graph.head_size(
+        spec.source, signature.parse(spec.source))
 
 
 def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> bool:

@@ -12,7 +12,7 @@ top-1 agreement on the first float rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,9 @@ class Thresholds:
     top1: float = 0.99  # top-1 of classifiers, and every label output's agreement
     max_abs_error: float | None = None  # reported always, gated only when set
     token_agreement: float = 0.90  # decoders: greedy token agreement (decoder_build says why)
+    # an item alone vs inside a mixed batch: float rounding passes, a per-tensor activation
+    # scale shared across the batch (dynamic INT8: cosine ~0.993-0.995) does not
+    batch_invariance: float = 0.99999
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class Accuracy:
     samples: int
     agreement: float | None = None  # the worst label output's exact agreement
     compared: tuple[str, ...] = ()  # "name (cosine)" / "name (agreement)"
+    judged_on: str = ""  # which samples (``Split.describe``): held out, synthetic
+
+    def on(self, judged_on: str) -> Accuracy:
+        return replace(self, judged_on=judged_on)
 
     def failures(self, limits: Thresholds) -> list[str]:
         checks = [
@@ -77,7 +84,8 @@ class Accuracy:
             parts.append(f"top-1 {self.top1:.2%}")
         if self.agreement is not None:
             parts.append(f"label agreement {self.agreement:.2%}")
-        return f"{', '.join(parts)} ({self.samples} samples; {', '.join(self.compared)})"
+        where = f"{self.judged_on}; " if self.judged_on else f"{self.samples} samples; "
+        return f"{', '.join(parts)} ({where}{', '.join(self.compared)})"
 
     def to_dict(self) -> dict[str, Any]:
         def rounded(value: float | None) -> float | None:
@@ -87,7 +95,8 @@ class Accuracy:
                 "max_abs_error": None if self.max_abs_error is None
                 else float(f"{self.max_abs_error:.6g}"),
                 "top1": self.top1, "agreement": self.agreement, "samples": self.samples,
-                "compared": list(self.compared)}
+                "compared": list(self.compared),
+                **({"judged_on": self.judged_on} if self.judged_on else {})}
 
 
 def comparable_outputs(outputs: dict[str, Any], feeds: Feeds) -> Rows:
@@ -185,3 +194,124 @@ def _row_cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
     both_zero = norms == 0
     same = np.abs(ref - cand).max(axis=1, initial=0.0) == 0
     return np.where(both_zero, np.where(same, 1.0, 0.0), dots / np.where(both_zero, 1.0, norms))
+
+
+@dataclass(frozen=True)
+class Split:
+    """The samples that tune (calibrate SmoothQuant / static ranges / GPTQ / AWQ, rank the
+    sensitive nodes, choose among ``auto``'s tries) apart from those that judge: the gate decides
+    on ``judge``, which tuned nothing. Interleaved, so both halves cover every style of an
+    example's ordered set. ``held_out`` is False with a single sample (nothing to split: judged on
+    the sample that tuned, and said so)."""
+
+    tune: list[Feeds]
+    judge: list[Feeds]
+    tune_index: tuple[int, ...]
+    judge_index: tuple[int, ...]
+    held_out: bool
+    synthetic: bool
+
+    def describe(self) -> str:
+        kind = "synthetic " if self.synthetic else ""
+        if not self.held_out:
+            return f"{len(self.judge)} {kind}sample(s), the same that tuned: none held out"
+        return f"{len(self.judge)} held-out {kind}sample(s), {len(self.tune)} others tuned"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tune": len(self.tune), "judge": len(self.judge), "held_out": self.held_out,
+                "synthetic": self.synthetic}
+
+
+def split(samples: Sequence[Feeds], *, synthetic: bool = False) -> Split:
+    """Every other sample judges (the 2nd, 4th, …), the rest tune."""
+    if len(samples) < 2:
+        every = tuple(range(len(samples)))
+        return Split(list(samples), list(samples), every, every, False, synthetic)
+    tune, judge = tuple(range(0, len(samples), 2)), tuple(range(1, len(samples), 2))
+    return Split([samples[i] for i in tune], [samples[i] for i in judge], tune, judge, True,
+                 synthetic)
+
+
+def rows_of(samples: Sequence[Feeds], rows: np.ndarray | Rows, index: Sequence[int]
+            ) -> np.ndarray | Rows:
+    """The reference rows of the samples ``index`` picks (rows are stacked in sample order; a
+    sample contributes its batch size in rows, a list output one entry)."""
+    sizes = [_batch(feeds) for feeds in samples]
+    starts = np.cumsum([0, *sizes])
+
+    def pick(value: np.ndarray | list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
+        if isinstance(value, list):
+            return [value[i] for i in index]
+        if len(value) != starts[-1]:  # rows not one per batch item: whole batches only
+            per = len(value) // max(1, len(samples))
+            return np.concatenate([value[i * per:(i + 1) * per] for i in index])
+        return np.concatenate([value[starts[i]:starts[i + 1]] for i in index])
+
+    if isinstance(rows, dict):
+        return {name: pick(value) for name, value in rows.items()}
+    result = pick(rows)
+    assert isinstance(result, np.ndarray)
+    return result
+
+
+def _batch(feeds: Feeds) -> int:
+    first = next((v for v in feeds.values() if isinstance(v, np.ndarray) and v.ndim), None)
+    return 1 if first is None else int(first.shape[0])
+
+
+def mixed_batch(samples: Sequence[Feeds]) -> Feeds | None:
+    """The samples as one batch: stacked along the batch axis where their shapes agree past it,
+    right-padded (ids 0, ``attention_mask`` 0) for token inputs of different lengths; None when
+    neither fits (a scalar input, other ranks)."""
+    if len(samples) < 2 or any(set(s) != set(samples[0]) for s in samples):
+        return None
+    batch: Feeds = {}
+    for name in samples[0]:
+        arrays = [s[name] for s in samples]
+        if any(a.ndim == 0 for a in arrays):
+            return None
+        if len({a.shape[1:] for a in arrays}) > 1:
+            if "attention_mask" not in samples[0] or any(a.ndim != 2 for a in arrays):
+                return None
+            width = max(a.shape[1] for a in arrays)
+            arrays = [np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in arrays]
+        batch[name] = np.concatenate(arrays)
+    return batch
+
+
+@dataclass(frozen=True)
+class Invariance:
+    """Each item's answer alone vs inside one mixed batch: the lowest cosine (None: not
+    measured, the samples make no batch or the answers keep the padded length)."""
+
+    min_cosine: float | None
+    items: int
+
+    def fails(self, limits: Thresholds) -> bool:
+        return self.min_cosine is not None and self.min_cosine < limits.batch_invariance
+
+    def describe(self) -> str:
+        if self.min_cosine is None:
+            return "batch invariance: not measured (the samples make no mixed batch)"
+        verdict = ("the same alone and batched" if self.min_cosine >= Thresholds.batch_invariance
+                   else "an item's answer depends on its batch neighbours")
+        return (f"batch invariance: min cosine {self.min_cosine:.6f} over {self.items} items "
+                f"alone vs in one mixed batch ({verdict})")
+
+
+def batch_invariance(run: Callable[[Feeds], dict[str, Any]], samples: Sequence[Feeds],
+                     comparable: Comparable, most: int = 8) -> Invariance:
+    """The first ``most`` samples each run alone and inside one mixed batch."""
+    samples = list(samples[:most])
+    batch = mixed_batch(samples)
+    if batch is None:
+        return Invariance(None, len(samples))
+    alone = collect(run, samples, comparable)
+    together = collect(run, [batch], comparable)
+    try:
+        accuracy = compare(alone, together, classifier=False)
+    except ValueError:
+        return Invariance(None, len(samples))
+    if any("shape changed" in c for c in accuracy.compared) or accuracy.min_cosine is None:
+        return Invariance(None, len(samples))
+    return Invariance(accuracy.min_cosine, len(samples))

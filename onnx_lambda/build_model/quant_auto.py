@@ -23,15 +23,6 @@ from onnx_lambda.build_model import measure, optimize, quant_methods, quantize
 from onnx_lambda.build_model.errors import AccuracyGateError, BuildError, NothingToQuantizeError
 from onnx_lambda.build_model.gate import Feeds, Thresholds
 
-# (method, int4 algo) in the order tried: cheap and usually best first, so a short budget still
-# gets the likely winner.
-TRIES = {
-    "latency": (("int8-mixed", None), ("int8-dynamic", None), ("int4", "rtn"),
-                ("int8-static", None), ("int4", "awq"), ("fp16", None), ("int4", "hqq")),
-    "size": (("int4", "rtn"), ("int4", "awq"), ("int8-mixed", None), ("int4", "hqq"),
-             ("int8-dynamic", None), ("int8-static", None), ("fp16", None)),
-}
-
 # CPU times this close are one figure on a shared VM (the same try measures a few per cent apart
 # from build to build): among the tries within it of the fastest, the most accurate wins (min
 # cosine, then mean), so a rebuild keeps the same pick and the wider gate margin.
@@ -46,9 +37,11 @@ class Chosen:
     tries: list[dict[str, Any]]
 
 
-def menu(base: quantize.QuantizeSettings, objective: str) -> list[quantize.QuantizeSettings]:
-    """The generic candidates: ``TRIES[objective]`` on ``base``'s settings."""
-    return [base.switched(method, algo) for method, algo in TRIES[objective]]
+def menu(base: quantize.QuantizeSettings, objective: str,
+         pipeline: str | None = None) -> list[quantize.QuantizeSettings]:
+    """The generic candidates: the records' tries for ``objective`` that may serve
+    ``pipeline`` (``quant_methods.tries``), on ``base``'s settings."""
+    return [base.switched(r.method, r.algo) for r in quant_methods.tries(objective, pipeline)]
 
 
 def choose(source: Path, work: Path, candidates: Sequence[quantize.QuantizeSettings],

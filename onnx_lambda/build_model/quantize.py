@@ -37,7 +37,7 @@ BLOCK_SIZE = 32
 
 @dataclass(frozen=True)
 class QuantizeSettings:
-    method: str = "int8-dynamic"  # one of quant_methods.METHODS
+    method: str = "int8-dynamic"  # one of quant_methods.METHODS (--quantize alone)
     op_types: tuple[str, ...] = ("MatMul", "Attention")
     per_channel: bool = True
     # 7-bit weights for the u8s8 int8 kernels (int8-dynamic/-mixed/-static): x86 CPUs without
@@ -48,7 +48,7 @@ class QuantizeSettings:
     reduce_range: bool = True
     exclude: tuple[str, ...] = ()  # node names kept in fp32 from the first attempt
     max_fp32_nodes: int = 16  # tuning budget; 0 = no tuning
-    algo: str = quant_methods.ALGOS[0]  # int4: rtn | hqq | gptq | awq
+    algo: str = quant_methods.ALGOS[0]  # int4: one of quant_methods.ALGOS
     block_size: int = BLOCK_SIZE  # int4, int8-mixed: weights per block along K (a power of 2 ≥ 16)
     symmetric: bool = False  # int4 rtn, int8-mixed: blocks without a zero point
     keep_fp32_ops: tuple[str, ...] = quant_methods.KEEP_FP32_OPS  # fp16
@@ -58,13 +58,17 @@ class QuantizeSettings:
     def smoothing(self) -> float:
         """The alpha this method smooths with (0: none; fp16 does not, nor int4 awq, whose
         searched scales replace SmoothQuant's)."""
-        if self.method not in quant_methods.SMOOTHED or self.label == "int4 awq":
+        if not self.record.smooths:
             return 0.0
         return self.smooth
 
     @property
     def label(self) -> str:
         return quant_methods.label(self.method, self.algo)
+
+    @property
+    def record(self) -> quant_methods.Method:
+        return quant_methods.record(self.method, self.algo)
 
     @property
     def supported_ops(self) -> tuple[str, ...]:
@@ -76,14 +80,15 @@ class QuantizeSettings:
         table), where it is not the default: ``int8-mixed (block 128, 4 recorded node(s) left
         out)``."""
         parts = [f"smooth {self.smoothing:g}"] if self.smoothing else []
-        if not self.reduce_range and self.method in quant_methods.U8S8:
+        if not self.reduce_range and self.record.u8s8:
             parts.append("8-bit weights")
-        if self.method in ("int4", "int8-mixed") and (self.block_size, self.symmetric) != (
+        if self.method in ("int4", "int8-mixed", "int8-weights") and (
+                self.block_size, self.symmetric) != (
                 BLOCK_SIZE, False):
             parts.append(f"block {self.block_size}{' symmetric' if self.symmetric else ''}")
         if self.exclude:
             parts.append(f"{len(self.exclude)} recorded node(s) "
-                         f"{quant_methods.held(self.method).split(' (')[0]}")
+                         f"{self.record.held.split(' (')[0]}")
         return f"{self.label} ({', '.join(parts)})" if parts else self.label
 
     def switched(self, method: str, algo: str | None = None) -> QuantizeSettings:
@@ -101,8 +106,8 @@ class QuantizeSettings:
         if self.method == "fp16":
             return {"keep_fp32_ops": list(self.keep_fp32_ops)}
         weights = {"per_channel": self.per_channel, "reduce_range": self.reduce_range}
-        if self.method == "int8-mixed":  # the left-out MatMuls' 8-bit blocks
-            return {**weights, **blocks}
+        if self.method in ("int8-mixed", "int8-weights"):  # 8-bit blocks
+            return {**weights, **blocks} if self.method == "int8-mixed" else blocks
         return weights
 
 
@@ -207,7 +212,7 @@ def tune(source: Path, target: Path, settings: QuantizeSettings, evaluate: Evalu
         source = target.with_name(f"{target.stem}.weights.onnx")
         onnx.save(model, str(source))
     excluded = tuple(n for n in settings.exclude if n in names)
-    held = quant_methods.held(settings.method)
+    held = settings.record.held
     inputs = {i.name for i in model.graph.input}  # the calibration readers feed these only
     calibration = [{k: v for k, v in feeds.items() if k in inputs} for feeds in calibration]
     smoothing = None

@@ -67,3 +67,14 @@ SENTENCES: tuple[str, ...] = (
     " ".join(["This very long passage repeats itself to test truncation at the model's limit."]
              * 30),
 )
+
+
+def gate_texts() -> tuple[str, ...]:
+    """The text examples' gate set: ``SENTENCES`` (short queries, commands, numbers, code,
+    non-English, typos, emoji, one past 256 tokens) and the reranker's passages (longer
+    answers and distractors), each once. ``gate.split`` interleaves it, so the tuning half and
+    the held-out half both get every style."""
+    from onnx_lambda.examples.passages import QUERIES
+
+    passages = [p for _, candidates in QUERIES for p in candidates if p not in SENTENCES]
+    return (*SENTENCES, *dict.fromkeys(passages))

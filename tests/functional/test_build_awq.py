@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from handler.manifest import Manifest
-from onnx_lambda.build_model import awq, quant_methods
+from onnx_lambda.build_model import awq, quant_writers
 from onnx_lambda.cli import main
 from tests.functional.test_build_smooth import WIDTH, outlier_block
 
@@ -39,7 +39,7 @@ def test_the_search_quantizes_as_onnxruntimes_rtn_blocks(tmp_path: Path, symmetr
     source, target = tmp_path / "one.onnx", tmp_path / "q.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                 ir_version=9), str(source))
-    quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric, (), [])
+    quant_writers.nbits(source, target, ("MatMul",), "rtn", block, symmetric, (), [])
     model = onnx.load(str(target))
     for attribute in model.graph.node[0].attribute:
         if attribute.name == "accuracy_level":

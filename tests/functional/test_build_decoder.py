@@ -150,4 +150,37 @@ def test_calibrated_int4_algorithms_are_refused_for_decoders(
 
     source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
     assert build(source, tmp_path / "out", "--quantize", "int4", "--algo", "gptq") == 1
-    assert "--algo gptq: a decoder's int4 is rtn or hqq" in capsys.readouterr().err
+    assert "--algo gptq: a decoder's int4 is rtn or minmax or mixed or hqq" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["int8-weights", "int4"])
+def test_prefill_logits_are_the_same_alone_and_in_a_batch_of_8(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, method: str) -> None:
+    """Weight-only blocks quantize activations per block of one row: each prompt's logits are
+    the same whether it is prefilled alone or beside 7 others."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from tests.support import decoders
+
+    out = tmp_path / "q"
+    source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
+    assert build(source, out, "--quantize", method, "--min-token-agreement", "0") == 0
+    decoder = Manifest.load(out).metadata["decoder"]
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+    ids = np.random.default_rng(0).integers(3, 500, (8, 6))
+
+    def logits(rows: np.ndarray) -> np.ndarray:
+        batch, length = rows.shape
+        feeds = {"input_ids": rows, "attention_mask": np.ones_like(rows),
+                 "position_ids": np.tile(np.arange(length), (batch, 1))}
+        empty = np.zeros((batch, decoder["kv_heads"], 0, decoder["head_dim"]), np.float32)
+        feeds |= {n: empty for n in names if n.startswith("past_key_values.")}
+        return session.run(["logits"], {k: v for k, v in feeds.items() if k in names})[0]
+
+    together = logits(ids)
+    for row in range(8):
+        alone = logits(ids[row:row + 1])[0]
+        np.testing.assert_allclose(together[row], alone, rtol=0, atol=1e-4)

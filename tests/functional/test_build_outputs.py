@@ -104,7 +104,9 @@ def test_an_examples_own_reference_rows_gate_the_build(tmp_path: Path) -> None:
     reference = np.concatenate([session.run(None, s)[0] for s in samples])
     spec = ModelSpec(source=source, name="own", samples=samples, reference=reference,
                      comparable=lambda outputs, feeds: outputs["logits"],
-                     quantize=QuantizeSettings(), example=samples[0]["x"].tolist())
+                     quantize=QuantizeSettings(method="int8-weights"),
+                     example=samples[0]["x"].tolist())
     report = build_folder(spec, tmp_path / "own", BuildOptions(), Console(file=io.StringIO()))
-    assert report.accuracy.compared == ("output (cosine)",) and report.accuracy.samples == 4
-    assert report.manifest.metadata["quantization"]["type"] == "dynamic-int8"
+    # judged on the held-out half of the 4 samples, with their own reference rows
+    assert report.accuracy.compared == ("output (cosine)",) and report.accuracy.samples == 2
+    assert report.manifest.metadata["quantization"]["type"] == "int8-weights"

@@ -19,13 +19,15 @@ import pytest
 from onnx import TensorProto, helper
 
 from handler.manifest import Manifest
-from onnx_lambda.build_model import quantize
+from onnx_lambda.build_model import quant_methods, quant_writers, quantize
 from onnx_lambda.build_model.gate import Accuracy, Thresholds
 from onnx_lambda.cli import main
 from tests.support import build_models, models
 
 METHODS = [("int8-dynamic",), ("int8-static",), ("int4", "--algo", "rtn"),
-           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("fp16",), ("int8-mixed",)]
+           ("int4", "--algo", "hqq"), ("int4", "--algo", "gptq"), ("int4", "--algo", "mixed"),
+           ("int4", "--algo", "minmax"),
+           ("fp16",), ("int8-mixed",), ("int8-weights",)]
 
 
 def build(source: Path, output: Path, *args: str) -> int:
@@ -65,7 +67,8 @@ def test_each_method_builds_and_the_manifest_counts_what_the_file_holds(
         tmp_path: Path, method: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     source = build_models.mlp(tmp_path / "mlp.onnx", features=128, hidden=256, classes=10)
     out = tmp_path / "q"
-    assert build(source, out, "--quantize", *method, "--min-cosine-floor", "0.97") == 0
+    assert build(source, out, "--quantize", *method, "--min-cosine", "0.98",
+                 "--min-cosine-floor", "0.97") == 0
     quant = Manifest.load(out).metadata["quantization"]
     assert quant["type"] == ("dynamic-int8" if method[0] == "int8-dynamic" else method[0])
     assert quant["method"] == " ".join(m for m in method if m != "--algo")
@@ -77,12 +80,21 @@ def test_each_method_builds_and_the_manifest_counts_what_the_file_holds(
     for by_op in quant["graph"].values():
         counted.update(by_op)
     assert counted == held
-    if method[0] == "int4":
-        assert quant["graph"]["int4"] == {"MatMulNBits": 2} and "MatMul" not in held
+    if method[-1] in ("hqq", "minmax", "mixed"):  # float zero points: the fraction apart
+        offsets = [n.name for n in onnx.load(str(out / "model.onnx")).graph.node
+                   if n.op_type == "MatMul"]
+        assert offsets and all(n.endswith(quant_writers.ZERO_OFFSET) for n in offsets)
+    if method[-1] == "mixed":  # the last MatMul (a decoder's vocabulary projection) in 8 bits
+        assert quant["graph"]["int4"]["MatMulNBits"] == quant["graph"]["int8"]["MatMulNBits"] == 1
+    elif method[0] == "int8-weights":
+        assert quant["graph"]["int8"] == {"MatMulNBits": 2} and "MatMul" not in held
+    elif method[0] == "int4":
+        assert quant["graph"]["int4"]["MatMulNBits"] == 2
+        assert ("MatMul" in held) is (method[-1] in ("hqq", "minmax"))
         assert quant["algo"] == method[2] and quant["block_size"] == 32
     elif method[0] == "int8-static":
         assert quant["graph"]["int8 (qdq)"]["MatMul"] == 2
-        assert quant["calibration_samples"] == 8  # the build's own gate samples
+        assert quant["calibration_samples"] == 4  # the tuning half of the 8 gate samples
     elif method[0] == "fp16":
         assert quant["graph"]["fp16"]["MatMul"] == 2
     else:
@@ -161,7 +173,8 @@ def test_static_int8_quantizes_a_conv_net_calibrated_on_a_file_too(tmp_path: Pat
                  "--calibration", str(calibration), "--min-cosine-floor", "0.95") == 0
     quant = Manifest.load(out).metadata["quantization"]
     assert quant["nodes"] == {"quantized": {"Conv": 2}, "fp32": {}}
-    assert quant["calibration_samples"] == 8 + 1  # the build's samples and the file's batch
+    # the file's batch joins the build's 8 samples; every other one of the 9 calibrates
+    assert quant["calibration_samples"] == 5
 
 
 def test_static_int8_per_channel_lifts_an_opset_12_graph_with_constant_weights(
@@ -304,16 +317,15 @@ def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_men
     auto`` tries the whole menu, and a named method only that method."""
     from rich.console import Console
 
-    from onnx_lambda.build_model import quant_auto
     from onnx_lambda.build_model.builder import build as build_folder
     from onnx_lambda.build_model.quantize import QuantizeSettings
     from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 
-    mixed = QuantizeSettings(method="int8-mixed")
+    weights = QuantizeSettings(method="int8-weights")
     spec = ModelSpec(source=build_models.chain(tmp_path / "chain.onnx", layers=4, width=128),
-                     name="own", quantize=mixed, auto_tries={"latency": (
-                         QuantizeSettings(method="int8-mixed", block_size=64),
-                         QuantizeSettings(method="int8-dynamic"))})
+                     name="own", quantize=weights, auto_tries={"latency": (
+                         QuantizeSettings(method="int8-weights", block_size=64),
+                         QuantizeSettings(method="int4"))})
     loose = Thresholds(mean_cosine=0.95, min_cosine=0.9)
 
     def quantization(options: BuildOptions) -> dict:
@@ -321,11 +333,13 @@ def test_an_examples_own_candidates_are_its_default_and_auto_tries_the_whole_men
         return report.manifest.metadata["quantization"]
 
     own = quantization(BuildOptions(thresholds=loose))["auto"]["tries"]
-    assert [t["method"] for t in own] == ["int8-mixed (block 64)", "int8-dynamic"]
+    assert [t["method"] for t in own] == ["int8-weights (block 64)", "int4 rtn"]
     assert [t["chosen"] for t in own] == [t is most_accurate_of_the_fastest(own) for t in own]
     menu = quantization(BuildOptions(quantize="auto", budget_s=0, thresholds=loose))
-    assert [t["method"] for t in menu["auto"]["tries"]][:2] == ["int8-mixed", "int8-dynamic"]
-    assert len(menu["auto"]["tries"]) == len(quant_auto.TRIES["latency"]) == 7
+    # the whole menu of batch-invariant methods, in the records' order
+    assert [t["method"] for t in menu["auto"]["tries"]] == [
+        r.label for r in quant_methods.tries("latency", "tensor")]
+    assert "int8-dynamic" not in [t["method"] for t in menu["auto"]["tries"]]
     assert "auto" not in quantization(BuildOptions(quantize="int8-dynamic", thresholds=loose))
 
 
@@ -346,7 +360,7 @@ def test_auto_fails_clearly_when_no_method_passes(
                  "--max-fp32-nodes", "0", "--budget", "60") == 5
     err = " ".join(capsys.readouterr().err.split())
     assert "--quantize auto: no method passed the accuracy gate" in err
-    assert "int8-dynamic: failed the gate" in err and "Traceback" not in err
+    assert "int8-weights: failed the gate" in err and "Traceback" not in err
 
 
 def test_a_quantizer_that_refuses_or_writes_a_broken_model_is_a_clear_error(
@@ -513,7 +527,7 @@ def test_int8_mixed_8_bit_blocks_use_all_8_bits_without_saturating(tmp_path: Pat
     blocks, expected = {}, {}
     for symmetric in (False, True):  # int8-mixed's default, and --symmetric
         target = tmp_path / f"q8-{symmetric}.onnx"
-        quantize.quant_methods._nbits(source, target, ("MatMul",), "rtn", block, symmetric,
+        quant_writers.nbits(source, target, ("MatMul",), "rtn", block, symmetric,
                                       (), [], bits=8, only=["only"])
         model = onnx.load(str(target))
         (node,) = model.graph.node

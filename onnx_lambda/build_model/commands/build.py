@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onnx_lambda.build_model.quant_methods import ALGOS, CALIBRATED, METHODS, label
+from onnx_lambda.build_model.quant_methods import ALGOS, CALIBRATED, METHODS, help_text, label
 from onnx_lambda.sizes import human_size
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--quantize", nargs="?", const="int8-dynamic", default=None,
                        choices=(*METHODS, "auto", "none"), metavar="METHOD",
                        help=f"quantize, gated: {' | '.join(METHODS)} | auto (--quantize alone: "
-                            "int8-dynamic; default: off; minilm: auto over its own int8 "
-                            "variants); put it after SOURCE")
+                            "int8-dynamic; default: off; minilm: auto over its own "
+                            f"variants); put it after SOURCE. {help_text()}")
     steps.add_argument("--objective", choices=("latency", "size"), default="latency",
                        help="--quantize auto keeps the passing method with the lowest batch-1 "
                             "CPU time (latency, default) or the smallest file (size)")
@@ -84,11 +84,11 @@ def register(subparsers: Any) -> None:
     steps.add_argument("--no-quantize", action="store_const", const="none", dest="quantize",
                        help="no quantization (same as --quantize none)")
     steps.add_argument("--algo", choices=ALGOS,
-                       help="int4 weight-only algorithm (default: rtn; gptq and awq "
-                            "calibrate: awq searches activation-aware scales per input, then "
-                            "rounds to nearest)")
+                       help="int4 weight-only algorithm (default: rtn; "
+                            f"{' and '.join(c.split()[1] for c in CALIBRATED if ' ' in c)} "
+                            "calibrate, on the calibration split only)")
     steps.add_argument("--block-size", type=_block_size,
-                       help="int4, int8-mixed: weights per quantization block, a power of "
+                       help="int4, int8-mixed, int8-weights: weights per block, a power of "
                             "two ≥ 16 (default: 32)")
     steps.add_argument("--symmetric", action=argparse.BooleanOptionalAction, default=None,
                        help="int4 rtn, int8-mixed: symmetric blocks, no zero point "
@@ -295,6 +295,10 @@ def _summary(report: BuildReport, console: Console) -> None:
                   _ratio(before.p50_ms, after.p50_ms, "faster", "slower"))
     console.print(table)
     console.print(f"accuracy vs reference: {report.accuracy.describe()}")
+    if "synthetic" in report.accuracy.judged_on:
+        console.print("[yellow]![/yellow] judged on synthetic inputs only: pass real ones "
+                      "(--calibration FILE.npz, one array per input, or --example) for a gate "
+                      "that holds on your data", highlight=False)
     console.print(f"model file: {report.manifest.model} (portable: {report.manifest.portable}); "
                   f"pipeline: {report.manifest.pipeline}; example (the warm-up): "
                   f"{report.manifest.example_file or 'inline in model.json'}", highlight=False)
