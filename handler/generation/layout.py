@@ -8,6 +8,11 @@ outputs ``logits`` [batch, sequence, vocab] and ``present.N.key`` / ``present.N.
 else (a model without a cache, a merged decoder with ``use_cache_branch``, a fused cache tensor)
 is refused with a message that says what was expected. ``onnx-lambda build-model`` records the
 same reading in the manifest; the handler reads it again from the session, the source of truth.
+
+onnxruntime-genai's builder leaves the head size symbolic (``[batch, kv_heads, past,
+kv_cache_dim]``: its ``GroupQueryAttention`` knows it, the signature does not). ``build-model``
+reads it from ``genai_config.json`` or the graph and records it as the pipeline option
+``head_dim``, which ``recognise`` takes where the signature has a name, never over a number.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ _PRESENT = "present."
 _SIDE = ("key", "value")
 _IDS = ("int64", "int32")
 _KV_TYPES = ("float32", "float16")
+SYMBOLIC_HEAD_DIM = ("build it with `onnx-lambda build-model` (it reads the head size from the "
+                     "export's genai_config.json, config.json or its attention nodes), or set "
+                     "the pipeline option head_dim")
 
 
 class LayoutError(ValueError):
@@ -61,9 +69,11 @@ class DecoderLayout(NamedTuple):
         return self._asdict()
 
 
-def recognise(inputs: Sequence[Any], outputs: Sequence[Any]) -> DecoderLayout:
+def recognise(inputs: Sequence[Any], outputs: Sequence[Any],
+              head_dim: int | None = None) -> DecoderLayout:
     """``inputs`` / ``outputs``: records with ``name``, ``dtype`` (numpy's name) and ``shape``
-    (ints, or names/None for dynamic dimensions)."""
+    (ints, or names/None for dynamic dimensions). ``head_dim``: the head size where the
+    signature leaves it symbolic (the manifest's pipeline option)."""
     by_name = {v.name: v for v in inputs}
     out_by_name = {v.name: v for v in outputs}
     ids = by_name.get("input_ids")
@@ -90,17 +100,35 @@ def recognise(inputs: Sequence[Any], outputs: Sequence[Any]) -> DecoderLayout:
         raise LayoutError(f"inputs the generate pipeline cannot fill: {', '.join(extra)}: "
                           f"expected {EXPECTED}")
     first = by_name[f"{_PAST}0.key"]
-    if len(first.shape) != 4 or not all(isinstance(d, int) for d in first.shape[1::2]):
+    if len(first.shape) != 4 or not isinstance(first.shape[1], int):
         raise LayoutError(f"{first.name} has shape {list(first.shape)}, not [batch, kv_heads, "
-                          f"past, head_dim] with fixed heads and head_dim: expected {EXPECTED}")
+                          f"past, head_dim] with a fixed number of heads: expected {EXPECTED}")
+    size = _head_dim(first, head_dim)
     kv_dtype = first.dtype
     if kv_dtype not in _KV_TYPES or any(v.dtype != kv_dtype for v in pasts):
         raise LayoutError(f"the cache is {kv_dtype}: the generate pipeline runs float32 or "
                           "float16 caches of one type")
     vocab = logits.shape[2]
     return DecoderLayout(
-        layers=layers, kv_heads=int(first.shape[1]), head_dim=int(first.shape[3]),
+        layers=layers, kv_heads=int(first.shape[1]), head_dim=size,
         kv_dtype=kv_dtype, ids_dtype=ids.dtype,
         vocab=vocab if isinstance(vocab, int) and vocab > 0 else None,
         position_ids="position_ids" in by_name, attention_mask="attention_mask" in by_name,
         logits_dtype=logits.dtype)
+
+
+def _head_dim(first: Any, given: int | None) -> int:
+    """The cache's head size: the signature's number, else ``given``."""
+    fixed = first.shape[3]
+    if given is not None and (isinstance(given, bool) or not isinstance(given, int)
+                              or given < 1):
+        raise LayoutError(f"the pipeline option head_dim is {given!r}, not a positive integer")
+    if isinstance(fixed, int):
+        if given is not None and given != fixed:
+            raise LayoutError(f"the pipeline option head_dim is {given}, but {first.name} "
+                              f"has head size {fixed}")
+        return fixed
+    if given is None:
+        raise LayoutError(f"{first.name} has shape {list(first.shape)}: its head size "
+                          f"({fixed!r}) is symbolic: {SYMBOLIC_HEAD_DIM}")
+    return given

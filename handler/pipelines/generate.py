@@ -7,7 +7,8 @@ artifact: ``tokenizer.json``, and the Hugging Face files that say how to use it 
 ``tokenizer_config.json`` (``chat_template``, ``bos_token``, ``eos_token``),
 ``generation_config.json`` (``eos_token_id``) and ``config.json`` (``max_position_embeddings``).
 Pipeline options (build-model writes them into the manifest) take precedence:
-``context_length``, ``eos_token_ids``, ``tokenizer``.
+``context_length``, ``eos_token_ids``, ``tokenizer``, ``head_dim`` (where the signature leaves it
+symbolic: onnxruntime-genai's exports).
 
 ``parameters``: ``max_tokens`` (default 256, capped by the context), ``temperature`` (1; 0 is
 greedy), ``top_p``, ``top_k``, ``seed``, ``repetition_penalty``, ``stop``
@@ -49,7 +50,8 @@ class GeneratePipeline(Pipeline):
         super().__init__(model, options)
         artifact = model.artifact
         try:
-            self.layout = recognise(model.session.inputs, model.session.outputs)
+            self.layout = recognise(model.session.inputs, model.session.outputs,
+                                    self.options.get("head_dim"))
         except LayoutError as exc:
             raise ModelLoadError(f"generate pipeline: {artifact.path}: {exc}") from None
         settings = _json(artifact.file("tokenizer_config.json"))

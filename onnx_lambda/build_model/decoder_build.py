@@ -42,7 +42,7 @@ from handler.generation.layout import DecoderLayout, LayoutError, recognise
 from handler.manifest import Manifest
 from handler.model import Model, threads_for, visible_cpus
 from handler.ort.session import Session
-from onnx_lambda.build_model import package, quant_methods, signature
+from onnx_lambda.build_model import llm_graph, package, quant_methods, signature
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -87,8 +87,9 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         session = _session(spec.source)
         inputs = signature.tensor_infos(session.get_inputs())
         outputs = signature.tensor_infos(session.get_outputs())
+        given = _symbolic_head(inputs, spec)
         try:
-            layout = recognise(inputs, outputs)
+            layout = recognise(inputs, outputs, given)
         except LayoutError as exc:
             raise InvalidModelError(f"{spec.source}: not a decoder the generate pipeline runs: "
                                     f"{exc}") from None
@@ -156,7 +157,8 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         chosen = package.loaded_file(staging, options, note)
         manifest = package.manifest(
             staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
-            pipeline="generate", pipeline_options=dict(spec.pipeline_options),
+            pipeline="generate", pipeline_options={
+                **spec.pipeline_options, **({"head_dim": given} if given else {})},
             example=spec.example or "Hello", metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify: the artifact as the runtime loads it") as note:
@@ -181,6 +183,17 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     accuracy = Accuracy(None, None, None, agreement.forced, agreement.positions,
                         compared=("greedy tokens (teacher-forced agreement)",))
     return manifest, before, after, accuracy
+
+
+def _symbolic_head(inputs: tuple[Any, ...], spec: ModelSpec) -> int | None:
+    """The head size where the signature leaves it symbolic (onnxruntime-genai's cache), read
+    from the files beside the source or its graph (``llm_graph``); None where it is fixed."""
+    first = next((i for i in inputs if i.name == "past_key_values.0.key"), None)
+    if first is None or len(first.shape) != 4 or isinstance(first.shape[3], int):
+        return None
+    given = spec.pipeline_options.get("head_dim")  # --pipeline-option head_dim=N wins
+    return given if given is not None else llm_graph.head_size(
+        spec.source, signature.parse(spec.source))
 
 
 def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> bool:
