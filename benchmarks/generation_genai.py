@@ -175,7 +175,8 @@ def prefix_row(name: str, folders: dict[str, Path], rounds: int) -> str:
 
 def lookup_row(name: str, folders: dict[str, Path], rounds: int, new_tokens: int) -> str:
     """Summarisation tokens/s, plain against prompt lookup (8 draft tokens)."""
-    service = generation_targets.service(folders["all_logits"], 1)
+    folder = built(folders["genai"], folders["all_logits"], {"all_logits": True})
+    service = generation_targets.service(folder, 1)
     pipeline = service.pipeline
     text = " ".join(SENTENCES[:12])
     rendered = (pipeline.render_chat([{"role": "user", "content":
@@ -198,8 +199,7 @@ def prepare(model: str, workdir: Path) -> dict[str, Path]:
     source = checkpoint(model, workdir)
     export = genai_export(source, workdir / model / "genai")
     return {"genai": export, "built": built(export, workdir / model / "built"),
-            "all_logits": built(export, workdir / model / "built-all-logits",
-                                {"all_logits": True})}
+            "all_logits": workdir / model / "built-all-logits"}  # (built by lookup_row)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,6 +145,11 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     with steps.step("logits of the last position only") as note:
         last = work / "last.onnx"
         if spec.pipeline_options.get("all_logits") is True:  # prompt lookup checks drafts
+            if current == spec.source:  # (package copies one file: the data comes inside)
+                import onnx
+
+                current = work / "all.onnx"
+                onnx.save(onnx.load(str(spec.source)), str(current))
             note("not applied: the pipeline option all_logits keeps every position's logits")
         elif last_position_logits(current, last, layout):
             current = last
