@@ -12,7 +12,8 @@ Two ways to hold the cache:
   300 positions that is 14 MB written a token.
 - shared (``capacity`` > 0; a ``GroupQueryAttention`` graph, onnxruntime-genai's
   ``past_present_share_buffer``): one buffer of ``capacity`` positions per layer and side is both
-  the past input and the preallocated present output. The attention kernel sees the two are the
+  the past input and the preallocated present output (doubled, the positions copied, when a
+  sequence outgrows it). The attention kernel sees the two are the
   same memory and writes the new positions in place, reading the valid length from the mask
   (``seqlens_k``); nothing is concatenated, and a step's cache traffic is the new token's.
   Positions past ``length`` are stale and never read, so ``truncate`` is free (speculative
@@ -118,9 +119,10 @@ class KVCache:
         [1, len(ids) or 1, vocab], valid until the next ``forward`` or ``close``."""
         runner, count = self.runner, len(ids)
         total = self.length + count
-        limit = self.capacity or self.context_length
-        if total > limit:
-            raise ValueError(f"{total} positions exceed the cache's {limit}")
+        if total > self.context_length:
+            raise ValueError(f"{total} positions exceed the context of {self.context_length}")
+        if self.capacity and total > self.capacity:
+            self._grow(total)
         tokens = (self._id_type * count)(*ids)  # alive until the run returns
         ids_type = self.layout.ids_dtype
         feeds = [runner.tensor(addressof(tokens), (1, count), ids_type)]
@@ -146,6 +148,19 @@ class KVCache:
         if not self.vocab:  # a symbolic vocabulary: read once from the first output
             self.vocab = runner.shape(self.logits)[2]
         return self.logits
+
+    def _grow(self, needed: int) -> None:
+        """A shared buffer twice as long (at least ``needed``, at most the context), the
+        positions so far copied over: a request asks for up to the context's end, and most
+        stop far before it."""
+        capacity = min(self.context_length, max(needed, 2 * self.capacity))
+        buffer = (c_char * (capacity * position_bytes(self.layout)))()
+        copy_heads(addressof(buffer), capacity, addressof(self.buffer), self.capacity,
+                   self.length, self.layout)
+        for value in self._past:
+            self.runner.release(value)
+        self.buffer, self.capacity = buffer, capacity
+        self._past = self._tensors(addressof(buffer), capacity)
 
     def truncate(self, length: int) -> None:
         """Forget the positions from ``length`` on (a shared cache only: its stale positions

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+FIRST_ROOM = 256  # answer positions a shared cache starts with
+
+
 class Decoder:
     """A session with a decoder layout, its context length and end-of-sequence ids.
     ``shared``: the graph takes one past/present buffer (``KVCache``'s shared mode)."""
@@ -81,7 +84,8 @@ class Decoder:
     def _steps(self, prompt_ids: list[int], params: GenerationParams, tokenizer: Any,
                should_stop: Callable[[], bool], budget: int) -> Iterator[Step]:
         lookup = self.lookup
-        capacity = (min(self.context_length, len(prompt_ids) + budget + lookup)
+        # (the shared buffer grows by doubling: a request may ask for the whole context)
+        capacity = (min(self.context_length, len(prompt_ids) + min(budget, FIRST_ROOM) + lookup)
                     if self.shared else 0)
         spare, self._spare = self._spare, None
         cache = KVCache(self.runner, self.layout, self.context_length, capacity, spare)
@@ -134,7 +138,7 @@ class Decoder:
                 if fed:
                     continue
                 guess = draft(cache.tokens, token, min(lookup, budget - produced - 1,
-                                                        cache.capacity - cache.length - 1))
+                                                        self.context_length - cache.length - 1))
                 logits = cache.forward([token, *guess])
                 if guess:
                     logits, checked, chosen = self._check(cache, logits, token, guess)

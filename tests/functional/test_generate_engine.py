@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from handler.generation import decoder as decoder_module
 from handler.generation.cache import position_bytes
 from handler.generation.deadline import Deadline
 from handler.generation.decoder import Decoder
@@ -71,6 +72,16 @@ def test_genai_graph_greedy_equals_transformers(session: Session, genai_dir: Pat
         ids = tokenizer.encode(prompt).ids
         got, _ = greedy(made, tokenizer, ids)
         assert got == decoders.transformers_greedy("llama", ids, 32), prompt
+
+
+def test_a_shared_buffer_outgrown_mid_answer_keeps_the_tokens(
+        session: Session, genai_dir: Path, tokenizer: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decoder_module, "FIRST_ROOM", 2)  # room for 2 answer positions: grows
+    made = decoder(session, genai_dir, lookup=3)
+    ids = tokenizer.encode(decoders.PROMPTS[1]).ids
+    got, _ = greedy(made, tokenizer, ids, 40)
+    assert got == decoders.transformers_greedy("llama", ids, 40)
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared buffer", "growing cache"])
