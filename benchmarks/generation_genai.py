@@ -153,9 +153,11 @@ def prefix_row(name: str, folders: dict[str, Path], rounds: int) -> str:
 
     service = generation_targets.service(folders["built"], 1)
     pipeline = service.pipeline
-    system = SYSTEM * 12
-    first_ids, second_ids = (pipeline.encode(system + question) for question in
-                             ("What is the capital of France?", "Name a river in Germany."))
+    # ~260 tokens of system prompt on SmolLM2's tokenizer, half the context at most elsewhere
+    system = pipeline.encode(SYSTEM * 12)[:pipeline.context_length // 2]
+    first_ids, second_ids = (system + pipeline.tokenizer.encode(
+        question, add_special_tokens=False).ids for question in
+        ("What is the capital of France?", "Name a river in Germany."))
     params = GenerationParams(max_tokens=8, temperature=0.0)
     times: dict[str, list[float]] = {"first": [], "second": []}
     hit = 0.0
@@ -182,7 +184,7 @@ def lookup_row(name: str, folders: dict[str, Path], rounds: int, new_tokens: int
     rendered = (pipeline.render_chat([{"role": "user", "content":
                                        f"Summarise this text, quoting it:\n{text}"}])
                 if pipeline.chat is not None else f"{text}\nSummary: {text[:80]}")
-    ids = pipeline.encode(rendered)
+    ids = pipeline.encode(rendered)[-(pipeline.context_length // 2):]
     target = generation_targets.ours(service)
     runs: dict[int, list[Any]] = {0: [], 8: []}
     for round_ in range(rounds + 1):
