@@ -66,6 +66,7 @@ def create(settings: Settings) -> Service:
                   name=settings.model_name, provider=provider,
                   spinning=spinning(name, threads))
     pipeline = pipelines.load(name, model, manifest.pipeline_options if manifest else {})
+    pipeline.configure(settings)
     if pipeline.warning:
         telemetry.log("warning", pipeline.warning)
     loaded = time.perf_counter()

@@ -17,6 +17,9 @@ STAGE_METRICS = {
 }
 # Server-Timing entry → EMF metric name (Count/Second): generation's pace after the first token
 RATE_METRICS = {"tokens-per-s": "TokensPerSecond"}
+# Server-Timing entries that count, not time, with no metric of their own: the prompt tokens
+# the prefix cache held (handler.generation.prefix)
+COUNT_ENTRIES = frozenset({"prefix-hit"})
 # Init stages → EMF metric name (Milliseconds), on an environment's first business request.
 INIT_METRICS = {"init": "InitDuration", "model-load": "ModelLoad"}
 COLD_START = "ColdStart"  # Count: 1 on an environment's first business request, else 0

@@ -161,6 +161,7 @@ class Run:
             self.first_at = now()
             deadline.decoding()
             self._timer.durations["ttft"] = (self.first_at - self._timer.start) * 1000.0
+            self._timer.durations.update(deadline.timings)  # the generation's own (prefix-hit)
             Run.slowest_prefill_ms = max(Run.slowest_prefill_ms,
                                          (self.first_at - self.started_at) * 1000.0)
             while True:

@@ -248,6 +248,7 @@ class Service:
             raise DeadlineExceededError("no time left in this invocation to generate")
         answer = self.pipeline.answer(inputs, parameters, deadline)
         timer.mark("generate")
+        timer.durations.update(deadline.timings)  # the generation's own (prefix-hit)
         return Response(200, answer)
 
     def _v2_infer(self, request: Request, timer: StageTimer) -> Response:

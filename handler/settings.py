@@ -98,6 +98,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("cache_size", _non_negative_int, 0,
              "Entries in the in-environment result cache keyed by the request body's hash; "
              "0 = off."),
+    Variable("prefix_cache_mb", _non_negative_int, 64,
+             "Generate pipeline: MB of key/value cache kept across requests in a warm "
+             "environment, so a prompt that starts like an earlier sequence (a system prompt, "
+             "a chat's history) prefills only the rest; least recently used first out; 0 = "
+             "off. `Server-Timing` `prefix-hit`: the prompt tokens it held."),
+    Variable("prompt_lookup", _non_negative_int, 0,
+             "Generate pipeline: prompt-lookup speculative decoding, this many draft tokens a "
+             "step copied from where the last tokens occurred before (summaries, answers "
+             "quoting their input); greedy requests only, the same tokens as without; needs "
+             "a graph with a shared past/present buffer (onnxruntime-genai's); 0 = off."),
     Variable("gzip_min_bytes", _non_negative_int, 1400,
              "gzip a JSON answer of at least this many bytes when the client's "
              "`Accept-Encoding` allows it and it gets smaller even base64-encoded (HTTP API, "
@@ -137,6 +147,8 @@ class Settings(NamedTuple):
     warmup: bool
     max_payload_bytes: int
     cache_size: int
+    prefix_cache_mb: int
+    prompt_lookup: int
     gzip_min_bytes: int
     deadline_margin_ms: int
     log_level: str

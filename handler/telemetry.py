@@ -19,7 +19,13 @@ import sys
 import time
 from collections.abc import Mapping
 
-from handler.metric_names import COLD_START, INIT_METRICS, RATE_METRICS, STAGE_METRICS
+from handler.metric_names import (
+    COLD_START,
+    COUNT_ENTRIES,
+    INIT_METRICS,
+    RATE_METRICS,
+    STAGE_METRICS,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,7 +81,8 @@ def server_timing(durations: Mapping[str, float], cold: bool) -> str:
 def _timing_template(durations: Mapping[str, float], cold: bool) -> str:
     """The header with a ``%s`` per stage, for the stage's text (a rate, not a duration, as
     the entry's description)."""
-    parts = [f"{name};desc=%s" if name in RATE_METRICS else f"{name};dur=%s"
+    parts = [f"{name};desc=%s" if name in RATE_METRICS or name in COUNT_ENTRIES
+             else f"{name};dur=%s"
              for name in durations]
     if cold:
         parts.append('cold-start;desc="first request of this environment"')

@@ -15,7 +15,7 @@ class Deadline:
     covers the slowest decode step so far (the time between two calls) plus the margin for
     encoding and returning the answer."""
 
-    __slots__ = ("_last", "_left", "_margin", "_step_ms", "expired")
+    __slots__ = ("_last", "_left", "_margin", "_step_ms", "expired", "timings")
 
     def __init__(self, context: Any, margin_ms: float) -> None:
         self._left = getattr(context, "get_remaining_time_in_millis", None)
@@ -23,6 +23,9 @@ class Deadline:
         self._last: float | None = None
         self._step_ms = 0.0
         self.expired = False
+        # what the generation reports for Server-Timing (``prefix-hit``: prompt tokens the
+        # prefix cache held); the route adds them to the request's durations
+        self.timings: dict[str, float] = {}
 
     def allows(self, needed_ms: float) -> bool:
         """Whether ``needed_ms`` (the first token's) fit before the margin."""

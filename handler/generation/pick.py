@@ -141,11 +141,22 @@ def sample_model(nucleus: bool) -> bytes:
     return _model(nodes, initializers, [_LOGITS, *scalars], [_TOKEN])
 
 
-class ArgMax:
-    """``choose(logits handle)`` → the last position's most likely token id."""
+def argmax_rows_model() -> bytes:
+    """logits float[batch, sequence, vocab] → next_token int64[batch, sequence, 1]: every
+    position's arg-max (speculative decoding checks a whole draft in one pass)."""
+    return _model([_node("TopK", ("logits", "one"), ("best", "next_token"),
+                         {"axis": -1, "largest": 1, "sorted": 1})],
+                  [_scalar("one", _INT64, 1, (1,))], [_LOGITS],
+                  [_value_info("next_token", _INT64, ("batch", "sequence", "1"))])
 
-    def __init__(self) -> None:
-        self.session = Session(argmax_model(), intra_op_threads=1,
+
+class ArgMax:
+    """``choose(logits handle)`` → the last position's most likely token id; with ``rows``,
+    ``choose_all`` → every position's."""
+
+    def __init__(self, rows: bool = False) -> None:
+        self.session = Session(argmax_rows_model() if rows else argmax_model(),
+                               intra_op_threads=1,
                                config={"session.intra_op.allow_spinning": "0"})
         self.runner = ValueRun(self.session, ("logits",), ("next_token",))
 
@@ -156,6 +167,14 @@ class ArgMax:
             return int(c_int64.from_address(runner.data(token)).value)
         finally:
             runner.release(token)
+
+    def choose_all(self, logits: int, count: int) -> list[int]:
+        runner = self.runner
+        (tokens,) = runner.run((logits,))
+        try:
+            return list((c_int64 * count).from_address(runner.data(tokens)))
+        finally:
+            runner.release(tokens)
 
     def close(self) -> None:
         self.session.close()

@@ -57,11 +57,15 @@ class ValueRun:
             api.check(status)
         return int(self._out.value or 0)
 
-    def run(self, values: Sequence[int]) -> list[int]:
-        """The outputs, in the bound order, as owned handles; ``values`` stay the caller's."""
+    def run(self, values: Sequence[int], outputs: Sequence[int] = ()) -> list[int]:
+        """The outputs, in the bound order, as owned handles; ``values`` stay the caller's.
+        ``outputs``: preallocated values for the first outputs (0: ORT allocates one); ORT
+        writes into those, and they come back as they went in, still the caller's."""
         api, slots, results = self.api, self._values, self._results
         for i, value in enumerate(values):
             slots[i] = value
+        for i, value in enumerate(outputs):
+            results[i] = value or None
         names_in, values_at, names_out, results_at = self._addresses
         status = api.Run(self.session.pointer, None, names_in, values_at, self._counts[0],
                          names_out, self._counts[1], results_at)

@@ -17,6 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from handler.settings import Settings
+
 
 class Pipeline:
     """Base class: subclasses override ``preprocess``/``postprocess`` (and ``example``)."""
@@ -30,6 +32,10 @@ class Pipeline:
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         self.model = model
         self.options = dict(options)
+
+    def configure(self, settings: Settings) -> None:
+        """The environment's settings a pipeline reads itself (the generate pipeline's prefix
+        cache and prompt lookup); none by default."""
 
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
         raise NotImplementedError

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
+    from handler.settings import Settings
+
 # config.json's names for the longest sequence, by model family
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 
@@ -64,8 +66,13 @@ class GeneratePipeline(Pipeline):
         eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
         if self.eos_token and (found := self.tokenizer.token_to_id(self.eos_token)) is not None:
             eos_ids.add(found)
+        # onnxruntime-genai's export: one past/present buffer (handler.generation.cache)
+        genai = _json(artifact.file("genai_config.json")).get("search", {})
+        shared = self.options.get("past_present_share_buffer",
+                                  isinstance(genai, dict)
+                                  and genai.get("past_present_share_buffer") is True)
         self.decoder = Decoder(model.session, self.layout, self.context_length,
-                               frozenset(eos_ids))
+                               frozenset(eos_ids), shared=shared is True)
         template = self.options.get("chat_template", settings.get("chat_template"))
         if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
             template = next((t.get("template") for t in template
@@ -75,6 +82,9 @@ class GeneratePipeline(Pipeline):
             from handler.generation.chat import ChatTemplate  # jinja2: templated models only
 
             self.chat = ChatTemplate(template, self.bos_token, self.eos_token)
+
+    def configure(self, settings: Settings) -> None:
+        self.decoder.configure(settings.prefix_cache_mb << 20, settings.prompt_lookup)
 
     # -- the interface the OpenAI routes use ---------------------------------------------------
 

@@ -157,7 +157,14 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                     "it fp32, or lower --min-token-agreement knowingly")
     with steps.step("logits of the last position only") as note:
         last = work / "last.onnx"
-        if last_position_logits(current, last, layout):
+        if spec.pipeline_options.get("all_logits") is True:  # prompt lookup checks drafts
+            if current == spec.source:  # (package copies one file: the data comes inside)
+                import onnx
+
+                current = work / "all.onnx"
+                onnx.save(onnx.load(str(spec.source)), str(current))
+            note("not applied: the pipeline option all_logits keeps every position's logits")
+        elif last_position_logits(current, last, layout):
             current = last
             metadata["last_position_logits"] = True
             note("the vocabulary projection runs on the last position, not the whole prompt")
@@ -171,7 +178,8 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         manifest = package.manifest(
             staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
             pipeline="generate", pipeline_options={
-                **spec.pipeline_options, **({"head_dim": given} if given else {})},
+                **spec.pipeline_options, **({"head_dim": given} if given else {}),
+                **_shared_cache(spec.source)},
             example=spec.example or "Hello", metadata=metadata)
         manifest.dump(staging)
     with steps.step("verify: the artifact as the runtime loads it") as note:
@@ -207,6 +215,15 @@ def _symbolic_head(inputs: tuple[Any, ...], spec: ModelSpec) -> int | None:
     given = spec.pipeline_options.get("head_dim")  # --pipeline-option head_dim=N wins
     return given if given is not None else llm_graph.head_size(
         spec.source, signature.parse(spec.source))
+
+
+def _shared_cache(source: Path) -> dict[str, bool]:
+    """``past_present_share_buffer`` for a graph whose attention is ``GroupQueryAttention``: its
+    kernel writes new positions in place when past and present are one buffer
+    (``handler.generation.cache``)."""
+    graph = signature.parse(source).graph
+    shared = any(n.op_type == "GroupQueryAttention" for n in graph.node)
+    return {"past_present_share_buffer": True} if shared else {}
 
 
 def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> bool:

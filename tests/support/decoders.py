@@ -51,3 +51,28 @@ def transformers_greedy(kind: str, prompt_ids: list[int], new_tokens: int) -> li
                              pad_token_id=0)
     tokens: list[int] = out[0, len(prompt_ids):].tolist()
     return tokens
+
+
+def genai_export(factory: pytest.TempPathFactory, kind: str = "llama") -> Path:
+    """The tiny ``kind`` decoder (the weights ``torch_model`` holds) saved as a Hugging Face
+    checkpoint and exported by onnxruntime-genai's own builder (``GroupQueryAttention``, a
+    symbolic cache head size, ``genai_config.json``), made once."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = factory.getbasetemp() / f"genai-{kind}"
+    if (path / "genai_config.json").exists():
+        return path
+    checkpoint = factory.getbasetemp() / f"checkpoint-{kind}"
+    torch_model(kind).save_pretrained(checkpoint)  # type: ignore[attr-defined]
+    exported = folder(factory, kind)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (checkpoint / name).write_bytes((exported / name).read_bytes())
+    subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i",
+                    str(checkpoint), "-o", str(path), "-p", "fp32", "-e", "cpu"], check=True,
+                   capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert json.loads((path / "genai_config.json").read_text())["search"][
+        "past_present_share_buffer"] is True
+    return path

@@ -1,0 +1,34 @@
+"""Smoke run of ``python -m benchmarks.generation_genai`` on the tiny test decoder exported by
+onnxruntime-genai's builder: both runtimes answer on genai's graph with the same greedy tokens,
+the prefix-cache row reuses the system prompt, the prompt-lookup row keeps the greedy tokens.
+No timing is asserted."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import generation_genai
+
+
+def test_generation_genai_reports_every_row(tmp_path_factory: pytest.TempPathFactory,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    workdir = tmp_path_factory.getbasetemp() / "generation-genai-bench"
+    assert generation_genai.main(["--model", "tiny", "--workdir", str(workdir), "--threads",
+                                  "1", "--prompt-tokens", "5,12", "--new-tokens", "6",
+                                  "--rounds", "1", "--cold-repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if re.match(r"\| tiny \|", line)]
+    throughput = [r for r in rows if len(r) == 9]
+    assert {(r[1], r[3]) for r in throughput} == {
+        ("1", generation_genai.GENAI), ("1", generation_genai.OURS)}
+    assert len(throughput) == 4 and all(r[8] == "same tokens" for r in throughput)
+    (prefix,) = [r for r in rows if len(r) == 6]
+    assert int(prefix[5]) > 10  # the second request reused the system prompt
+    (lookup,) = [r for r in rows if len(r) == 7]
+    assert lookup[6] == "same tokens"
+    cold = [line for line in out.splitlines() if line.startswith("| tiny (")]
+    assert {line.split("|")[2].strip() for line in cold} == {
+        "ours", "onnxruntime-genai", "C-API floor"}
