@@ -12,7 +12,8 @@ import time
 from collections import OrderedDict, deque
 
 # codecs.npy and codecs.v2 load on first use (codecs.__getattr__)
-from handler import answers, codecs, ping, routes, sources, tensors
+from handler import codecs, ping, routes, sources, tensors
+from handler.api import predict as answers
 from handler.codecs import simple
 from handler.environment import EnvironmentState
 from handler.errors import (
@@ -187,15 +188,21 @@ class Service:
         if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
             self._check_limits(request, context)
         if operation in ("openai_chat", "openai_completions"):
-            from handler import openai_chat  # generative models only: off other cold paths
+            from handler.api.openai import (
+                chat as openai_chat,  # generative models only: off other cold paths
+            )
 
             return openai_chat.handle(self, operation, request, timer, context)
         if operation.startswith("openai_"):
-            from handler import openai_api  # text models' OpenAI routes: off other cold paths
+            from handler.api.openai import (
+                embeddings as openai_api,  # text models' OpenAI routes: off other cold paths
+            )
 
             return openai_api.handle(self, operation, params, request, timer)
         if operation.startswith("tei_"):
-            from handler import tei_api  # text models' TEI routes: off other cold paths
+            from handler.api.tei import (
+                embed as tei_api,  # text models' TEI routes: off other cold paths
+            )
 
             return tei_api.handle(self, operation, request, timer)
         if operation == "health":

@@ -211,7 +211,7 @@ def test_api_keys_guard_every_http_route_but_not_direct_invocations(
 
 
 def test_an_answer_over_lambdas_limit_is_a_413_the_sdk_does_not_retry() -> None:
-    from handler import openai_api
+    from handler.api.openai import embeddings as openai_api
     from handler.errors import ResponseTooLargeError
 
     answer = openai_api.error(ResponseTooLargeError("the response would be 7000000 bytes"), {})

@@ -299,7 +299,7 @@ def test_a_deadline_before_the_first_token_is_504(service: Service,
 
 def test_a_deadline_shorter_than_the_slowest_prefill_seen_is_504(
         service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
-    from handler.openai_chat import Run
+    from handler.api.openai.chat import Run
 
     assert chat(service)[0] == 200
     assert Run.slowest_prefill_ms > 0  # measured on that request

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from handler import embedding_requests
+from handler.api import embedding as embedding_requests
 from handler.codecs import simple
 from handler.errors import (
     FieldError,

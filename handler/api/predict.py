@@ -19,11 +19,11 @@ def error(exc: OnnxLambdaError, request_id: str, request: Request | None) -> Res
     Protocol's, or ours (``{"error": {"type", "message"}, "requestId"}``)."""
     headers = {**exc.headers, "x-error-type": exc.type}
     if request is not None and routes.is_openai(request.path):
-        from handler import openai_api  # (as in Service._dispatch)
+        from handler.api.openai import embeddings as openai_api  # (as in Service._dispatch)
 
         return openai_api.error(exc, headers)
     if request is not None and routes.is_tei(request.path):
-        from handler import tei_api  # (as in Service._dispatch)
+        from handler.api.tei import embed as tei_api  # (as in Service._dispatch)
 
         return tei_api.error(exc, headers)
     if request is not None and routes.is_v2(request.path):

@@ -12,10 +12,10 @@ longest-first from ``truncation_direction``'s side). Imported on the first ``/re
 
 from __future__ import annotations
 
+from handler.api.tei.fields import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 from handler.codecs import simple
 from handler.errors import InferenceError
 from handler.http import Request, Response
-from handler.tei_requests import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,12 +8,12 @@ and ``GET /info``, in TEI's request, answer and error shapes
 
 from __future__ import annotations
 
-from handler import embedding_requests
+from handler.api import embedding as embedding_requests
+from handler.api.tei.fields import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 from handler.codecs import simple
 from handler.errors import OnnxLambdaError
 from handler.http import Request, Response
 from handler.pipelines.text_embedding import l2_normalize
-from handler.tei_requests import MAX_CHAR_MULTIPLIER, TeiError, flag, truncation_direction
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
     if operation == "tei_info":
         return Response(200, payload=_info(service))
     if operation == "tei_rerank":
-        from handler import tei_rerank  # reranker models only
+        from handler.api.tei import rerank as tei_rerank  # reranker models only
 
         return tei_rerank.rerank(service, request, timer)
     pipeline = service.pipeline

@@ -22,7 +22,8 @@ import time
 from collections.abc import Generator, Iterator
 from itertools import chain
 
-from handler import chat_requests
+from handler.api.openai import chat_fields as chat_requests
+from handler.api.openai.embeddings import ModelNotFoundError, error
 from handler.codecs import simple
 from handler.errors import (
     DeadlineExceededError,
@@ -33,7 +34,6 @@ from handler.errors import (
 )
 from handler.generation.deadline import Deadline
 from handler.http import Response
-from handler.openai_api import ModelNotFoundError, error
 from handler.telemetry import now
 
 TYPE_CHECKING = False

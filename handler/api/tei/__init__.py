@@ -1,0 +1,1 @@
+"""text-embeddings-inference's API."""
