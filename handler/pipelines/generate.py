@@ -41,7 +41,6 @@ CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length",
 
 class GeneratePipeline(Pipeline):
     name = "generate"
-    generative = True
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         super().__init__(model, options)
@@ -73,6 +72,7 @@ class GeneratePipeline(Pipeline):
             from handler.generation.chat import ChatTemplate  # jinja2: templated models only
 
             self.chat = ChatTemplate(template, self.bos_token, self.eos_token)
+        self.capabilities = frozenset({"predict", "generate", *(("chat",) if self.chat else ())})
 
     # -- the interface the OpenAI routes use ---------------------------------------------------
 
