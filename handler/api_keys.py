@@ -12,7 +12,7 @@ from handler.errors import OnnxLambdaError
 class UnauthorizedError(OnnxLambdaError):
     status = 401
     type = "Unauthorized"
-    code = "invalid_api_key"  # OpenAI's ``code`` for the same answer (handler.openai_api)
+    code = "invalid_api_key"  # OpenAI's ``code`` for the same answer (handler.api.openai.errors)
     param = None
 
 

@@ -20,6 +20,9 @@ class EnvironmentState:
         self.started = time.monotonic()
         self.invoked = False  # any invocation, ping or business
         self.requests_served = 0  # business requests only
+        # the warm-up inference: "off", "ok", or "failed: <why>" when a guessed example did
+        # not run (Service.warm_up; /health shows it)
+        self.warmup = "off"
 
     def first_invocation(self) -> bool:
         """True when this invocation waited for the init: the environment's first, unless it
@@ -29,7 +32,9 @@ class EnvironmentState:
 
     def refresh(self) -> None:
         """After a SnapStart restore: a new environment that shares the snapshot's memory."""
+        warmup = self.warmup  # (the snapshot's warm-up holds for the restored environment)
         self.__init__("snap-start")  # type: ignore[misc]
+        self.warmup = warmup
 
     def answer(self, *, cold: bool, inference_ms: float, held_ms: float) -> dict[str, Any]:
         """The warm-up ping's answer."""

@@ -8,6 +8,7 @@ from handler import json_codec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 JSON = "application/json"
@@ -23,7 +24,7 @@ class Request:
     a ``@dataclass`` costs about a millisecond at import, on every cold start.)"""
 
     __slots__ = ("body", "headers", "method", "parsed", "path", "query", "raw_response",
-                 "received_epoch_ms")
+                 "received_epoch_ms", "streamed")
 
     def __init__(self, method: str, path: str, headers: Mapping[str, str] | None = None,
                  query: Mapping[str, str] | None = None, body: bytes = b"",
@@ -40,6 +41,9 @@ class Request:
         self.received_epoch_ms = received_epoch_ms
         # Direct invocations return the payload object itself rather than an HTTP response.
         self.raw_response = raw_response
+        # The transport sends a Response's ``chunks`` as they come (Lambda's response-streaming
+        # mode, ``Service.stream``); otherwise it joins them into one body first.
+        self.streamed = False
 
     @property
     def content_type(self) -> str:
@@ -50,11 +54,17 @@ class Request:
 
 
 class Response:
-    __slots__ = ("body", "headers", "non_finite", "payload", "status", "text")
+    """One answer: a JSON-ready ``payload``, an encoded ``body``, or ``chunks`` (a streamed
+    answer: an iterator of bytes that the transport joins, or sends as they come when the
+    request is ``streamed``; closing it frees what its producer holds)."""
+
+    __slots__ = ("body", "chunks", "headers", "non_finite", "payload", "status", "text")
 
     def __init__(self, status: int, payload: Any = None, body: bytes | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None,
+                 chunks: Iterator[bytes] | None = None) -> None:
         self.status = status
+        self.chunks = chunks
         self.payload = payload  # JSON-ready object (encoded by ``body_bytes`` unless returned raw)
         self.body = body  # already-encoded body (binary codecs)
         self.headers = {} if headers is None else headers

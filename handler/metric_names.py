@@ -12,7 +12,7 @@ STAGE_METRICS = {
     "inference": "Inference",
     "encode": "Encode",
     "total": "Latency",
-    "ttft": "TimeToFirstToken",  # generation (handler.openai_chat): request start → first token
+    "ttft": "TimeToFirstToken",  # generation (handler.api.openai.chat): request start → first token
     "generate": "Generation",  # generation: the prompt's prefill and every decode step
 }
 # Server-Timing entry → EMF metric name (Count/Second): generation's pace after the first token

@@ -11,20 +11,19 @@ import os
 import time
 from collections import OrderedDict, deque
 
-# codecs.npy and codecs.v2 load on first use (codecs.__getattr__)
-from handler import answers, codecs, ping, routes, sources, tensors
-from handler.codecs import simple
+# codecs.npy loads on first use (codecs.__getattr__); a route's module on its first request
+# (handler.routes), but /predict's, which every model serves, is imported here
+from handler import codecs, ping, routes, sources, tensors
+from handler.api import predict  # noqa: F401
+from handler.api.served import Served
 from handler.environment import EnvironmentState
 from handler.errors import (
     DeadlineExceededError,
-    NotAcceptableError,
-    NotFoundError,
     OnnxLambdaError,
     PayloadTooLargeError,
     ResponseTooLargeError,
-    UnsupportedMediaTypeError,
 )
-from handler.http import JSON, NPY, OCTET, Request, Response
+from handler.http import Request, Response
 from handler.model import Model, first_line
 from handler.pipelines import Pipeline
 from handler.settings import LAMBDA_MAX_SYNC_PAYLOAD, Settings
@@ -32,12 +31,10 @@ from handler.telemetry import StageTimer, Telemetry, now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
     from typing import Any
 
     from handler.streaming import StreamedResponse
 
-NPY_MAGIC = b"\x93NUMPY"
 MAX_QUEUE_MS = 30_000
 RESPONSE_ENVELOPE = 16 * 1024  # status, headers and JSON quoting around the body
 RECENT_RUNS = 32  # inference times the deadline check looks at
@@ -57,38 +54,37 @@ class Service:
         self.telemetry = telemetry
         self.init_durations = init_durations
         self.state = EnvironmentState(settings.initialization_type)
+        self.served = Served(settings, model, pipeline, telemetry, self.state)  # what routes see
         self._recent_inference_ms: deque[float] = deque(maxlen=RECENT_RUNS)
         self._slowest_ms = 0.0  # at least max(_recent_inference_ms): see _dispatch
         self._cache: OrderedDict[bytes, Response] = OrderedDict()
 
     # -- entry ---------------------------------------------------------------------------
 
-    live_chunks: list[Iterator[bytes]] | None = None  # stream()'s live answer (openai_chat)
-
     def stream(self, event: Any, context: Any) -> StreamedResponse:
-        """Response-streaming mode: the answer as one chunk, or a generation's server-sent
-        events as they are generated (handler.openai_chat)."""
+        """Response-streaming mode: the answer as one chunk, or a streamed answer's chunks
+        (a generation's server-sent events) as they come."""
         from handler import streaming  # response-streaming mode only
 
-        live: list[Iterator[bytes]] = []
-        self.live_chunks = live
-        result = self(event, context)  # (never raises: every failure is an answer)
-        self.live_chunks = None
-        answer = streaming.from_result(result)
-        return answer._replace(chunks=live[0]) if live and answer.status == 200 else answer
+        result = self(event, context, True)  # (never raises: every failure is an answer)
+        if isinstance(result, streaming.StreamedResponse):
+            return result
+        return streaming.from_result(result)
 
-    def __call__(self, event: Any, context: Any) -> Any:
+    def __call__(self, event: Any, context: Any, streamed: bool = False) -> Any:
+        """The answer to one invocation in its event source's shape; ``streamed``: the
+        transport sends a streamed answer's chunks as they come (``stream``)."""
         request_id = getattr(context, "aws_request_id", None)
         if not isinstance(request_id, str) or not request_id:
             request_id = str(request_id or os.urandom(16).hex())
         try:
             if ping.is_ping(event):
                 return self._ping(event)
-            return self._handle(event, context, request_id)
+            return self._handle(event, context, request_id, streamed)
         except Exception as exc:  # outside the request's guard (telemetry, a custom source)
             return self._last_resort(event, request_id, exc)
 
-    def _handle(self, event: Any, context: Any, request_id: str) -> Any:
+    def _handle(self, event: Any, context: Any, request_id: str, streamed: bool) -> Any:
         timer = StageTimer()
         state = self.state
         cold = False if state.invoked else state.first_invocation()
@@ -99,10 +95,13 @@ class Service:
         try:
             source = sources.detect(event)
             request = source.to_request(event)
+            request.streamed = streamed
             if request.received_epoch_ms is not None:
                 self._queue_time(request.received_epoch_ms, timer.start, timer.durations)
-            response = self._fit(self._dispatch(request, context, timer), request_id, request,
-                                 source)
+            response = self._dispatch(request, context, timer)
+            if response.chunks is not None and not streamed:  # one body, as buffered
+                response.body, response.chunks = b"".join(response.chunks), None
+            response = self._fit(response, request_id, request, source)
         except OnnxLambdaError as exc:
             response = self._error_answer(exc, request_id, request)
             error_type = exc.type
@@ -128,7 +127,12 @@ class Service:
             error_type=error_type, non_finite=response.non_finite)
         response.headers["server-timing"] = timing
         response.headers["x-request-id"] = request_id
-        return source.to_response(response, event)
+        shaped = source.to_response(response, event)
+        if response.chunks is None:
+            return shaped
+        from handler import streaming  # response-streaming mode only
+
+        return streaming.from_result(shaped)._replace(chunks=response.chunks)
 
     def _last_resort(self, event: Any, request_id: str, exc: Exception) -> Any:
         """A 500 in the event's own shape when even the error path failed: never a raised
@@ -163,105 +167,27 @@ class Service:
             from handler import api_keys  # only when keys are set (hmac loads OpenSSL)
 
             api_keys.check(self.settings.api_keys, request.headers.get("authorization"))
-        operation, params = routes.match(request.method, request.path)
-        if operation in ("predict", "v2_infer"):
+        route, params = routes.TABLE.match(request.method, request.path)
+        served = self.served
+        if route.needs is not None and route.needs not in served.capabilities:
+            raise route.family.refusal(served, route)
+        if request.method == "POST":  # every body: the size limit and the deadline's check
             self._check_limits(request, context)
-            settings = self.settings
-            key = self._cache_key(request) if settings.cache_size else None
-            if key is not None and key in self._cache:
-                self._cache.move_to_end(key)
-                cached = self._cache[key]
-                timer.mark("cache")
-                return cached.copy()
-            if operation == "predict":
-                response = self._predict(request, timer, context)
-            else:
-                self._check_model(params, request)
-                response = self._v2_infer(request, timer)
-            if key is not None:
-                response.body_bytes()
-                self._cache[key] = response.copy()
-                if len(self._cache) > settings.cache_size:
-                    self._cache.popitem(last=False)
-            return response
-        if request.method == "POST":  # the text routes' bodies: the same limits as /predict's
-            self._check_limits(request, context)
-        if operation in ("openai_chat", "openai_completions"):
-            from handler import openai_chat  # generative models only: off other cold paths
-
-            return openai_chat.handle(self, operation, request, timer, context)
-        if operation.startswith("openai_"):
-            from handler import openai_api  # text models' OpenAI routes: off other cold paths
-
-            return openai_api.handle(self, operation, params, request, timer)
-        if operation.startswith("tei_"):
-            from handler import tei_api  # text models' TEI routes: off other cold paths
-
-            return tei_api.handle(self, operation, request, timer)
-        if operation == "health":
-            return Response(200, payload=answers.health(self))
-        if operation in ("ready", "live"):
-            return Response(200, payload={operation: True})
-        if operation == "v2_server":
-            return Response(200, payload={"name": "onnx-lambda", "version": "2",
-                                          "extensions": ["binary_tensor_data"]})
-        self._check_model(params, request)
-        if operation == "v2_model_ready":
-            return Response(200, payload={"name": self.model.name, "ready": True})
-        return Response(200, payload=codecs.v2.metadata(self.model))
-
-    def _predict(self, request: Request, timer: StageTimer, context: Any) -> Response:
-        kind = request.content_type
-        is_npy = kind == NPY or (kind == OCTET and request.body.startswith(NPY_MAGIC))
-        if not is_npy and kind not in ("", JSON, "text/plain") and not kind.endswith("+json"):
-            raise UnsupportedMediaTypeError(
-                f"content-type {kind!r} not supported: send {JSON} or {NPY}")
-        accept = request.headers.get("accept")
-        answer_npy = answers.wants_npy(accept, default=is_npy) if accept else is_npy
-        parameters: Mapping[str, Any] = {}
-        if is_npy:
-            feeds = codecs.npy.decode(request, self.model)
-        else:
-            inputs, parameters = simple.decode(request)
-            if self.pipeline.generative:
-                return self._generate(inputs, parameters, timer, context)
-            feeds = self.pipeline.preprocess(inputs, parameters)
-        timer.mark("decode")
-        outputs = self.model.run(feeds)
-        timer.mark("inference")
-        if answer_npy:
-            encoded: Response = codecs.npy.encode(outputs, request.query)
-            return encoded
-        if is_npy:
-            return Response(200, tensors.outputs_to_json(outputs))
-        return Response(200, self.pipeline.postprocess(outputs, parameters, feeds))
-
-    def _generate(self, inputs: Any, parameters: Mapping[str, Any], timer: StageTimer,
-                  context: Any) -> Response:
-        """A whole generation (``handler.pipelines.generate``), stopped before the deadline;
-        timed as ``generate``, which the per-inference deadline check does not read."""
-        from handler.generation.deadline import Deadline  # generative models only
-
-        timer.mark("decode")
-        deadline = Deadline(context, self.settings.deadline_margin_ms)
-        if not deadline.allows(0.0):
-            raise DeadlineExceededError("no time left in this invocation to generate")
-        answer = self.pipeline.answer(inputs, parameters, deadline)
-        timer.mark("generate")
-        timer.durations.update(deadline.timings)  # the generation's own (prefix-hit)
-        return Response(200, answer)
-
-    def _v2_infer(self, request: Request, timer: StageTimer) -> Response:
-        if answers.wants_npy(request.headers.get("accept", ""), default=False):
-            raise NotAcceptableError("the V2 protocol answers in JSON (binary tensors on request)")
-        decoded = codecs.v2.decode(request, self.model)
-        if request.raw_response:  # direct invocations carry JSON only
-            decoded = codecs.v2.Decoded(decoded.feeds, decoded.id,
-                                        dict.fromkeys(decoded.outputs, False), False)
-        timer.mark("decode")
-        outputs = self.model.run(decoded.feeds)
-        timer.mark("inference")
-        response: Response = codecs.v2.encode(self.model, outputs, decoded)
+        run = route.run or route.load()
+        cache_size = self.settings.cache_size
+        key = self._cache_key(request) if cache_size and route.cached else None
+        if key is None:
+            return run(served, request, params, timer, context)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            timer.mark("cache")
+            return cached.copy()
+        response = run(served, request, params, timer, context)
+        response.body_bytes()
+        self._cache[key] = response.copy()
+        if len(self._cache) > cache_size:
+            self._cache.popitem(last=False)
         return response
 
     # -- checks --------------------------------------------------------------------------
@@ -291,12 +217,6 @@ class Service:
                 if left < needed:
                     raise DeadlineExceededError(f"{left} ms left in this invocation; "
                                                 f"inference needs about {needed:.0f} ms")
-
-    def _check_model(self, params: dict[str, str], request: Request) -> None:
-        name = params.get("name")
-        if request.raw_response or name == self.model.name:
-            return
-        raise NotFoundError(f"unknown model {name!r}; this function serves {self.model.name!r}")
 
     def _cache_key(self, request: Request) -> bytes | None:
         if request.raw_response:
@@ -338,7 +258,15 @@ class Service:
         recorded = self._recorded_example()
         return self.pipeline.example() if recorded is None else recorded
 
-    warmup_status = "off"  # "ok", or "failed: <why>" when a guessed example did not run
+    @property
+    def warmup_status(self) -> str:
+        """"off", "ok", or "failed: <why>" when a guessed example did not run."""
+        return self.state.warmup
+
+    @warmup_status.setter
+    def warmup_status(self, status: str) -> None:
+        self.state.warmup = status
+
     _example_feeds: dict[str, Any] | None = None  # the manifest's example_file, once read
 
     def warm_up(self) -> None:
@@ -401,4 +329,5 @@ class Service:
         if exc.status >= 500:
             self.telemetry.log("error", exc.message, requestId=request_id, errorType=exc.type,
                                cause=repr(exc.__cause__) if exc.__cause__ else None)
-        return answers.error(exc, request_id, request)
+        family = routes.OURS if request is None else routes.TABLE.family(request.path)
+        return family.error(exc, request_id)

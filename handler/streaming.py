@@ -3,8 +3,9 @@ chunk as it is produced (``python -m handler.stream_runtime`` writes it to the R
 
 ``Service.stream`` returns a :class:`StreamedResponse`; a buffered answer (the API Gateway v2 /
 Function URL dict every route returns) becomes a one-chunk stream through :func:`from_result`,
-so a streaming deployment serves every route, and only the routes that produce their body
-step by step (chat completions with ``"stream": true``) return a real generator.
+so a streaming deployment serves every route, and only an answer that is a stream (a
+``handler.http.Response`` with ``chunks``: chat completions with ``"stream": true``) passes
+its chunks on as they are produced.
 
 The wire form is Lambda's HTTP integration response (content type
 ``application/vnd.awslambda.http-integration-response``): a JSON prelude with ``statusCode``,

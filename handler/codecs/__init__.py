@@ -1,5 +1,5 @@
 """Wire formats, one module per family: ``simple`` JSON, Open Inference Protocol ``v2`` (JSON
-and binary-tensor extension), raw ``npy``."""
+and binary-tensor extension), raw ``npy``; ``shapes`` bounds the shapes a request declares."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def from_parameters(parameters: Mapping[str, Any], context_length: int,
         stop=stop_sequences(get("stop")))
 
 
-# The checks of one field, shared with the OpenAI routes (handler.chat_requests): each refusal
+# The checks of one field, shared with the OpenAI routes (handler.api.openai): each refusal
 # names its field (OpenAI's ``param``).
 def integer(name: str, value: Any, low: int | None, high: int | None) -> int:
     if not isinstance(value, int) or isinstance(value, bool):

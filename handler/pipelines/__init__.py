@@ -1,6 +1,8 @@
 """Pre/post-processing around ``session.run``, chosen by name (or a user ``package.module``).
 
-Built-ins are imported on demand so a model only pays for the pipeline it uses.
+Built-ins are imported on demand so a model only pays for the pipeline it uses: ``tensor``,
+``classifier``, ``text_embedding``, ``reranker``, ``generate``; ``user`` wraps a user module,
+``base`` is the contract, ``text_inputs`` and ``tokenizer_files`` serve the text pipelines.
 """
 
 from __future__ import annotations

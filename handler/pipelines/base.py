@@ -25,9 +25,12 @@ class Pipeline:
 
     name = "base"
     warning = ""  # something init should log once (e.g. math the model's graph lacks)
-    # a decode loop (``generate``): /predict calls ``answer`` instead of preprocess → run →
-    # postprocess
-    generative = False
+    # What the model serves, declared once at init and read by the route table (handler.routes:
+    # a route whose need is missing here is refused in its protocol's shape). The names:
+    # predict (/predict, V2), embed (text → vectors), rerank (query, texts → scores), generate
+    # (a decode loop: /predict calls ``answer`` instead of preprocess → run → postprocess),
+    # chat (generate with a chat template), tokenize (a ``text`` attribute: TextInputs).
+    capabilities: frozenset[str] = frozenset({"predict"})
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         self.model = model

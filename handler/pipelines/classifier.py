@@ -76,6 +76,8 @@ class ClassifierPipeline(TensorPipeline):
         self.top_k = _positive_int(self.options.get("top_k", DEFAULT_TOP_K), "top_k option",
                                    ModelLoadError)
         self.text = _text_inputs(model, self.options)  # None: numbers only
+        if self.text is not None:
+            self.capabilities = frozenset({"predict", "tokenize"})
 
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
         if self.text is not None and (inputs.__class__ is str or (

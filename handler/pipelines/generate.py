@@ -44,7 +44,6 @@ CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length",
 
 class GeneratePipeline(Pipeline):
     name = "generate"
-    generative = True
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         super().__init__(model, options)
@@ -82,6 +81,7 @@ class GeneratePipeline(Pipeline):
             from handler.generation.chat import ChatTemplate  # jinja2: templated models only
 
             self.chat = ChatTemplate(template, self.bos_token, self.eos_token)
+        self.capabilities = frozenset({"predict", "generate", *(("chat",) if self.chat else ())})
 
     def configure(self, settings: Settings) -> None:
         self.decoder.configure(settings.prefix_cache_mb << 20, settings.prompt_lookup)

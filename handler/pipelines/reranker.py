@@ -9,7 +9,7 @@ Request ``{"inputs": {"query": "What is deep learning?", "texts": ["Deep learnin
 trained: the tokenizer's own pair encoding (for BERT, ``[CLS] query [SEP] passage [SEP]`` with
 segment ids 0 then 1 in ``token_type_ids``), cut longest-first to ``max_length`` tokens
 (``text_inputs``). ``/predict`` takes at most ``max_batch`` passages, one padded batch; TEI's
-``/rerank`` (``handler.tei_rerank``) up to ``max_texts`` (256), run in padded batches of
+``/rerank`` (``handler.api.tei.rerank``) up to ``max_texts`` (256), run in padded batches of
 ``max_batch`` sorted by length when there is more than one, so that each pads little.
 
 Scores: for a 1-logit head, the sigmoid of the logit; for a 2-logit head, the softmax
@@ -46,6 +46,7 @@ EXAMPLE = {"query": "warm-up query", "texts": ["a first passage", "a second pass
 
 class RerankPipeline(Pipeline):
     name = "rerank"
+    capabilities = frozenset({"predict", "rerank", "tokenize"})
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         super().__init__(model, options)

@@ -51,6 +51,7 @@ PREDATES = ("the model has no pooling in its graph (a bare model, or built befor
 
 class TextEmbeddingPipeline(Pipeline):
     name = "text-embedding"
+    capabilities = frozenset({"predict", "embed", "tokenize"})
 
     def __init__(self, model: Model, options: Mapping[str, Any]) -> None:
         super().__init__(model, options)

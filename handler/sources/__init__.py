@@ -1,7 +1,8 @@
 """Event sources: each module says whether an event is its own and converts it to a ``Request``
 and a ``Response`` back to the shape that source expects. ``SOURCES`` are tried in a fixed order
 (the most specific first); an event none of them claims is a direct invocation (``DIRECT``, the
-event is the body). Add your own with ``register``.
+event is the body). Add your own with ``register``. Modules: ``function_url``, ``http_api``,
+``rest_api``, ``alb``, ``direct``; ``base`` is the protocol and the shared field helpers.
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ provisioned concurrency, idle reaping) and every invocation yields an
 :class:`~onnx_lambda.emulator.report.InvocationRecord` (init duration, duration, billed
 duration, max memory used, cold/warm) printed as Lambda's ``REPORT`` line.
 
+Modules (docs/explanation/architecture.md has each one's job): ``server`` (``Emulator``),
+``template`` + ``intrinsics``, ``http11`` + ``http_conn`` + ``http_stream`` + ``http_types``
+(the HTTP server), ``http_front`` + ``apigw`` (API Gateway and Function URLs),
+``invoke_api``, ``response_stream`` (streamed invocations), ``pool``, ``environment`` +
+``runtime_launch`` + ``limits``, ``runtime_api``, ``report`` + ``ids``, ``tls``; ``commands``
+is the CLI.
+
 Programmatic use (what ``tune`` and the benchmark lab build on)::
 
     from onnx_lambda.emulator import Emulator

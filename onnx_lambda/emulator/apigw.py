@@ -10,7 +10,9 @@ Responses: the function's output mapped back to HTTP with API Gateway's rules:
 - payload 1.0: ``statusCode`` is required (else 502); ``headers`` and ``multiValueHeaders``
   are merged;
 - a function error or a malformed response is 500 ``Internal Server Error`` (2.0) or 502
-  ``Internal server error`` (1.0); a throttled invocation is 500 with either.
+  ``Internal server error`` (1.0); a throttled invocation is 500 with either (API Gateway's
+  own answer), and a Function URL's throttle is Lambda's: 429 ``ThrottlingException``
+  (``url_throttle``; the evidence for each: docs/explanation/emulator.md, "Throttles").
 """
 
 from __future__ import annotations
@@ -214,6 +216,14 @@ def gateway_error(version: str, status: int | None = None) -> HttpResponse:
     status = status or (500 if version == "2.0" else 502)
     return HttpResponse(status, [("Content-Type", "application/json")],
                         json.dumps({"message": gateway_message(version, status)}).encode())
+
+
+def url_throttle() -> HttpResponse:
+    """A Function URL's answer when its function is at its concurrency limit: Lambda answers
+    it itself, with the Invoke API's status and its own error type header and message."""
+    return HttpResponse(429, [("Content-Type", "application/json"),
+                              ("x-amzn-ErrorType", "ThrottlingException")],
+                        b'{"message":"Rate Exceeded."}')
 
 
 def gateway_refusal(status: int) -> Response:

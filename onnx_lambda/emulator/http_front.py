@@ -109,8 +109,11 @@ def _send(response: apigw.HttpResponse, extra: tuple[str, str] | None = None) ->
 
 
 async def _call(request: Request, invoke: Invoker, function: str, event: dict[str, object],
-                version: str, timeout_s: float, request_id: tuple[str, str]) -> Response:
-    """Invoke ``function`` with ``event`` and map its output, as the API's integration does.
+                version: str, timeout_s: float, request_id: tuple[str, str],
+                throttled: apigw.HttpResponse | None = None) -> Response:
+    """Invoke ``function`` with ``event`` and map its output, as the API's integration does;
+    ``throttled``: the answer when the function is at its concurrency limit (API Gateway's
+    500 unless given: a Function URL's is its own, ``apigw.url_throttle``).
 
     At ``timeout_s`` the client gets API Gateway's timeout answer while the invocation runs
     to its end (it is also not cancelled when the client goes away: the front's server keeps
@@ -124,7 +127,7 @@ async def _call(request: Request, invoke: Invoker, function: str, event: dict[st
     try:
         result = await invoke(function, payload)
     except Throttled:
-        return _send(apigw.gateway_error(version, 500), request_id)
+        return _send(throttled or apigw.gateway_error(version, 500), request_id)
     finally:
         timer.cancel()
     if result.error_type is not None:
@@ -180,8 +183,8 @@ async def _call_streaming(invoke: StreamInvoker, function: str, event: dict[str,
             lambda on_stream: invoke(function, payload, on_stream))
         if started is None:  # a buffered answer, or an error before any byte
             result = await done
-    except Throttled:
-        return _send(apigw.gateway_error("2.0", 500), request_id)
+    except Throttled:  # Lambda's own answer: a Function URL has no gateway in front
+        return _send(apigw.url_throttle(), request_id)
     if started is None:
         if result.error_type is not None:
             return _send(apigw.gateway_error("2.0"), request_id)
@@ -226,6 +229,6 @@ def function_url_handler(function: str, invoke: StreamInvoker, streaming: bool =
             return await _call_streaming(invoke, function, event,
                                          ("x-amzn-RequestId", req.request_id))
         return await _call(request, buffered, function, event, "2.0", 900.0,
-                           ("x-amzn-RequestId", req.request_id))
+                           ("x-amzn-RequestId", req.request_id), apigw.url_throttle())
 
     return handle

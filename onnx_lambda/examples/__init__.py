@@ -1,7 +1,8 @@
 """Example models that ``onnx-lambda build-model NAME`` can build from scratch.
 
 Each example module exposes ``prepare(workdir, console) -> ModelSpec``: it makes the ONNX file in
-``workdir`` (training or exporting it) and says how to verify it.
+``workdir`` (training or exporting it) and says how to verify it: ``digits``, ``minilm``,
+``minilm_reranker``, ``decoder``; ``sentences`` and ``passages`` are their fixed inputs.
 """
 
 from __future__ import annotations

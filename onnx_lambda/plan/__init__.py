@@ -14,5 +14,5 @@ Commands (``onnx-lambda …``, one module each in ``commands/``):
 ``tune`` serves the repository as the function's code, so it runs from a source checkout
 (``onnx_lambda.source_tree``), as does ``price --model``; ``simulate`` and ``price --rss-mb`` run
 anywhere. The benchmark lab of a checkout (``benchmarks/``) reuses ``subject``, ``emulated``,
-``bytecode`` and ``tables``.
+``bytecode`` and ``tables``; ``progress`` and ``plots`` display and draw what they measure.
 """

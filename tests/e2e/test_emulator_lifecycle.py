@@ -101,6 +101,23 @@ def test_http_front_answers_a_throttle_as_api_gateway_does(
     slow.join()
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["buffered", "response-stream"])
+def test_a_function_url_answers_a_throttle_as_lambda_does(
+        running: Callable[..., Emulator], streaming: bool) -> None:
+    """No gateway in front: Lambda's own throttle (429, ``ThrottlingException``), which
+    clients back off on, not a 500 (docs/explanation/emulator.md, "Throttles")."""
+    emulator = running(only("Sleep", reserved=1, function_url=True, streaming=streaming))
+    url = emulator.function_urls["Sleep"] + "/sleep"
+    # the URL's event has no "seconds": the handler sleeps until its 1 s timeout
+    slow, _ = in_thread(lambda: call(url, "POST", b"{}", {"Content-Type": "application/json"}))
+    wait_until(lambda: emulator.pools["Sleep"].in_use == 1)
+    status, headers, body = call(url, "POST", b"{}", {"Content-Type": "application/json"})
+    assert status == 429 and headers["x-amzn-ErrorType"] == "ThrottlingException"
+    assert json.loads(body) == {"message": "Rate Exceeded."}
+    assert headers["x-amzn-RequestId"]
+    slow.join()
+
+
 def test_provisioned_environments_serve_without_cold_start(
         running: Callable[..., Emulator]) -> None:
     emulator = running(only("Echo", provisioned=2))

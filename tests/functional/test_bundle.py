@@ -89,9 +89,11 @@ def test_the_init_imports_our_modules_from_the_bundle(task_root: Path) -> None:
 def test_an_edited_module_imports_from_its_source(task_root: Path) -> None:
     _write(task_root)
     routes = task_root / "handler" / "routes.py"
-    routes.write_text(routes.read_text(encoding="utf-8").replace(
-        '("/predict", {"POST": "predict"})', '("/predict", {"POST": "predict", "PUT": "predict"})'),
-        encoding="utf-8")
+    source = routes.read_text(encoding="utf-8")
+    edited = source.replace('("/predict", {"POST": Route(', '("/predict", {"PUT": Route("predict", '
+                            '"handler.api.predict:predict", OURS), "POST": Route(')
+    assert edited != source  # (the table's /predict row, as written)
+    routes.write_text(edited, encoding="utf-8")
     served, status, _ = _run(task_root, "PUT")
     assert status == 200  # only the edited routes allow PUT: the .py ran, not the stale code
     assert served["handler.routes"] == "SourceFileLoader"

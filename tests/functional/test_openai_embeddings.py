@@ -1,4 +1,4 @@
-"""OpenAI's embeddings API (``handler.openai_api``) behind the real handler, on a word-level
+"""OpenAI's embeddings API (``handler.api.openai``) behind the real handler, on a word-level
 text model whose token vectors are rows of a known table: the vectors, OpenAI's answer and
 error shapes, ``dimensions``, token-id inputs, and bad requests as 4xx in OpenAI's shape."""
 
@@ -157,7 +157,7 @@ def test_models_list_and_card(service: Any) -> None:
     ({"input": "hi", "model": "words", "dimensions": DIM + 1}, 400, "dimensions",
      f"embeds in {DIM}"),
     ({"input": "hi", "model": "words", "user": 5}, 400, "user", "'user' must be"),
-    ({"input": "hi", "model": "words", "temperature": 1}, 400, "temperature", "unrecognized"),
+    ({"input": "hi", "model": "words", "temperature": 1}, 400, "temperature", "Unrecognized"),
     ("[1, 2", 400, None, "malformed JSON"),
     ([1, 2], 400, None, "JSON object"),
 ])
@@ -211,7 +211,7 @@ def test_api_keys_guard_every_http_route_but_not_direct_invocations(
 
 
 def test_an_answer_over_lambdas_limit_is_a_413_the_sdk_does_not_retry() -> None:
-    from handler import openai_api
+    from handler.api.openai import errors as openai_api
     from handler.errors import ResponseTooLargeError
 
     answer = openai_api.error(ResponseTooLargeError("the response would be 7000000 bytes"), {})

@@ -1,4 +1,4 @@
-"""text-embeddings-inference's routes (``handler.tei_api``) behind the real handler: every
+"""text-embeddings-inference's routes (``handler.api.tei``) behind the real handler: every
 request sent and answer received is checked against TEI's own OpenAPI schemas
 (tests/support/tei_openapi.json says which version), the vectors against the pipeline's, and
 bad requests answer TEI's error shape and statuses."""

@@ -26,6 +26,7 @@ BOS = 1
 class StandInGenerator:
     name = "generate"
     warning = ""
+    capabilities = frozenset({"predict", "generate", "chat"})  # as the pipeline with a template
 
     def __init__(self, context_length: int = 64, eos_after: int = 8) -> None:
         self.context_length = context_length

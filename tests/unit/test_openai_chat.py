@@ -1,4 +1,4 @@
-"""OpenAI's ``/v1/chat/completions`` and ``/v1/completions`` (``handler.openai_chat``) through
+"""OpenAI's ``/v1/chat/completions`` and ``/v1/completions`` (``handler.api.openai.chat``) through
 the real ``Service`` over a stand-in generator (``tests.support.stand_in_generator``: a fake,
 at the unit tier only): answers and streamed chunks that the ``openai`` SDK's own models parse,
 streaming buffered and live, the deadline, telemetry, and every bad request as a 400 in
@@ -255,7 +255,7 @@ def test_another_model_name_is_404_model_not_found(service: Service) -> None:
 
 @pytest.mark.parametrize("path", [CHAT, COMPLETIONS])
 def test_a_model_that_does_not_generate_is_404_as_openai_answers(path: str) -> None:
-    service = make(SimpleNamespace(name="classifier"))
+    service = make(SimpleNamespace(name="classifier", capabilities=frozenset({"predict"})))
     body = {"model": MODEL, "messages": HELLO, "prompt": "x"}
     body.pop("prompt" if path == CHAT else "messages")
     status, _, text = call(service, path, body)
@@ -299,7 +299,7 @@ def test_a_deadline_before_the_first_token_is_504(service: Service,
 
 def test_a_deadline_shorter_than_the_slowest_prefill_seen_is_504(
         service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
-    from handler.openai_chat import Run
+    from handler.api.openai.chat import Run
 
     assert chat(service)[0] == 200
     assert Run.slowest_prefill_ms > 0  # measured on that request

@@ -30,7 +30,12 @@ from handler.routes import ROUTES, match
     ("GET", "/info", "tei_info", {}),
 ])
 def test_routes(method: str, path: str, operation: str, params: dict[str, str]) -> None:
-    assert match(method, path) == (operation, params)
+    assert found(method, path) == (operation, params)
+
+
+def found(method: str, path: str) -> tuple[str, dict[str, str]]:
+    route, params = match(method, path)
+    return route.operation, params
 
 
 @pytest.mark.parametrize("path", ["/v1/models/a/b", "/v1/embedding", "/v1"])
@@ -64,10 +69,10 @@ def test_wrong_method_is_405_with_allow() -> None:
 
 
 def test_model_routes_carry_their_name_and_version() -> None:
-    assert match("POST", "/predict") == ("predict", {})
-    assert match("GET", "/health/") == ("health", {})
-    assert match("GET", "/v2/models/m") == ("v2_metadata", {"name": "m"})
-    assert match("POST", "/v2/models/m/versions/2/infer") == (
+    assert found("POST", "/predict") == ("predict", {})
+    assert found("GET", "/health/") == ("health", {})
+    assert found("GET", "/v2/models/m") == ("v2_metadata", {"name": "m"})
+    assert found("POST", "/v2/models/m/versions/2/infer") == (
         "v2_infer", {"name": "m", "version": "2"})
     with pytest.raises(NotFoundError):
         match("GET", "/nowhere")

@@ -52,7 +52,7 @@ def test_every_emitted_metric_is_a_declared_name() -> None:
                           stream=stream)
     telemetry.request({"queue": 1.0, "decode": 0.1, "total": 2.0}, request_id="r", cold=False,
                       source="http-api", method="POST", path="/predict", status=200)
-    # a generation's (handler.openai_chat): time to the first token, the whole run, its pace
+    # a generation's (handler.api.openai.chat): time to the first token, the whole run, its pace
     telemetry.request({"decode": 0.1, "ttft": 5.0, "generate": 50.0, "tokens-per-s": 40.0,
                        "total": 51.0}, request_id="r", cold=False, source="http-api",
                       method="POST", path="/v1/chat/completions", status=200)

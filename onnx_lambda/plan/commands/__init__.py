@@ -1,5 +1,6 @@
-"""``onnx-lambda tune``, ``simulate`` and ``price``, one module each (shared options in
-``options``). Heavy imports stay inside the commands so ``onnx-lambda --help`` is instant."""
+"""``onnx-lambda tune`` (``tune``; ``tune_managed`` for ``--managed-instances``), ``simulate``
+and ``price``, one module each (shared options in ``options``). Heavy imports stay inside the
+commands so ``onnx-lambda --help`` is instant."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 ``POST /v1/chat/completions`` and ``POST /v1/completions``, so that the ``openai`` SDK and the
 tools built on it talk to the function unmodified (docs/reference/openai-generation.md).
 
-Imported by ``handler.service`` on the first such request only. ``"stream": false`` answers
-one JSON object; ``"stream": true`` answers server-sent events in OpenAI's chunk format ending
-with ``data: [DONE]``: live, one write per token, in Lambda's response-streaming mode
-(``Service.stream``), else (API Gateway, ``awslambdaric``) the whole event stream as one
-``text/event-stream`` body, which OpenAI's clients parse the same way.
+Imported on the first such request only (its route in ``handler.routes``).
+``"stream": false`` answers one JSON object; ``"stream": true`` answers server-sent events in
+OpenAI's chunk format ending with ``data: [DONE]``, as a ``Response`` whose ``chunks`` the
+transport sends live, one write per token, in Lambda's response-streaming mode
+(``Service.stream``), or joins into one ``text/event-stream`` body elsewhere (API Gateway,
+``awslambdaric``), which OpenAI's clients parse the same way.
 
 The first token is generated before the answer's status is chosen: a deadline that leaves no
 time for it is a 504, a prompt the pipeline refuses a 400, and the ``Server-Timing`` header
@@ -22,57 +23,56 @@ import time
 from collections.abc import Generator, Iterator
 from itertools import chain
 
-from handler import chat_requests
-from handler.codecs import simple
+from handler.api.openai import chat_fields
+from handler.api.openai.errors import body_of, error, model_named
 from handler.errors import (
     DeadlineExceededError,
     FieldError,
     InvalidInputError,
-    NotFoundError,
     OnnxLambdaError,
 )
 from handler.generation.deadline import Deadline
 from handler.http import Response
-from handler.openai_api import ModelNotFoundError, error
 from handler.telemetry import now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from handler.api.served import Served
     from handler.generation.params import GenerationParams, Step
     from handler.http import Request
-    from handler.service import Service
     from handler.telemetry import StageTimer
 
-CHAT = "openai_chat"  # the operation names (handler.routes); the other: "openai_completions"
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
 DONE = b"data: [DONE]\n\n"
-GENERATIVE = ("generate", "encode", "render_chat", "context_length")  # the Generation interface
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # UTF-8 text as is
 
 
-class NotGenerativeError(NotFoundError):
-    """What OpenAI answers for a model the endpoint does not serve: 404, ``param`` model."""
+def chat(served: Served, request: Request, params: dict[str, str], timer: StageTimer,
+         context: Any) -> Response:
+    """``POST /v1/chat/completions`` (a model that declares ``chat``: a chat template)."""
+    return _answer(served, request, timer, context, True)
 
-    param, code = "model", None
+
+def completions(served: Served, request: Request, params: dict[str, str], timer: StageTimer,
+                context: Any) -> Response:
+    """``POST /v1/completions`` (a model that declares ``generate``)."""
+    return _answer(served, request, timer, context, False)
 
 
-def handle(service: Service, operation: str, request: Request, timer: StageTimer,
-           context: Any) -> Response:
-    chat = operation == CHAT
-    body = simple.parse_json(request)
-    if not isinstance(body, dict):
-        raise FieldError("the body must be a JSON object with 'model' and "
-                           f"'{'messages' if chat else 'prompt'}'")
-    chat_requests.check_fields(body, chat)
-    model = _model(service, body.get("model"), chat)
-    stream, include_usage = chat_requests.streaming(body)
-    limit, limit_name = chat_requests.max_tokens(body)
-    pipeline: Any = service.pipeline  # generative: _model checked
+def _answer(served: Served, request: Request, timer: StageTimer, context: Any,
+            chat: bool) -> Response:
     where = "messages" if chat else "prompt"
-    asked = (chat_requests.messages(body.get("messages")) if chat
-             else chat_requests.prompt(body.get("prompt")))
+    body = body_of(request, chat_fields.CHAT_FIELDS if chat else chat_fields.COMPLETION_FIELDS,
+                   f"'model' and '{where}'")
+    chat_fields.check_fields(body, chat)
+    model = model_named(served, body.get("model"))
+    stream, include_usage = chat_fields.streaming(body)
+    limit, limit_name = chat_fields.max_tokens(body)
+    pipeline: Any = served.pipeline  # the Generation interface: the route needs generate
+    asked = (chat_fields.messages(body.get("messages")) if chat
+             else chat_fields.prompt(body.get("prompt")))
     try:  # the pipeline's refusals (a message its chat template rejects) name the field
         prompt_ids: list[int] = pipeline.encode(pipeline.render_chat(asked) if chat else asked)
     except InvalidInputError as exc:
@@ -81,14 +81,14 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
     if room < 1 or (limit is not None and limit > room):
         wanted = "" if limit is None else f" and {limit} to generate"
         raise FieldError(f"this model's context is {pipeline.context_length} tokens; the "
-                           f"{where} takes {len(prompt_ids)}{wanted}: shorten the {where}"
-                           f"{'' if limit is None else f' or lower {limit_name!r}'}",
-                           where if room < 1 or limit is None else limit_name,
-                           "context_length_exceeded")
-    params = chat_requests.params(body, room if limit is None else limit)
+                         f"{where} takes {len(prompt_ids)}{wanted}: shorten the {where}"
+                         f"{'' if limit is None else f' or lower {limit_name!r}'}",
+                         where if room < 1 or limit is None else limit_name,
+                         "context_length_exceeded")
+    sampling = chat_fields.params(body, room if limit is None else limit)
     timer.mark("decode")
-    run = Run(pipeline, prompt_ids, params, Deadline(context, service.settings.deadline_margin_ms),
-              timer, where)
+    run = Run(pipeline, prompt_ids, sampling,
+              Deadline(context, served.settings.deadline_margin_ms), timer, where)
     steps = iter(run)
     first = next(steps)
     answer = Answer(chat, model, getattr(context, "aws_request_id", None), include_usage)
@@ -97,28 +97,18 @@ def handle(service: Service, operation: str, request: Request, timer: StageTimer
         run.record(timer)
         return Response(200, payload=answer.whole(text, run))
     events = answer.events(first, steps, run)
-    if service.live_chunks is None:  # buffered: the whole event stream as one body
-        whole = b"".join(events)
-        run.record(timer)
-        return Response(200, body=whole, headers=dict(SSE_HEADERS))
+    if not request.streamed:  # buffered: the transport joins the events into one body
+        return Response(200, headers=dict(SSE_HEADERS), chunks=_buffered(events, run, timer))
     timer.mark("prefill")  # (the request's line goes out now: its generation follows the stream)
-    service.live_chunks.append(_live(events, steps, run, service, answer.id))
-    return Response(200, body=b"", headers=dict(SSE_HEADERS))
+    return Response(200, body=b"", headers=dict(SSE_HEADERS),
+                    chunks=_live(events, steps, run, served, answer.id))
 
 
-def _model(service: Service, model: Any, chat: bool) -> str:
-    name = service.model.name
-    if not isinstance(model, str):
-        raise FieldError(f"'model' must be a string: this function serves {name!r}", "model")
-    if model != name:
-        raise ModelNotFoundError(f"the model {model!r} does not exist; this function serves "
-                                 f"{name!r}")
-    pipeline = service.pipeline
-    if not all(hasattr(pipeline, attribute) for attribute in GENERATIVE):
-        route = "/v1/chat/completions" if chat else "/v1/completions"
-        raise NotGenerativeError(f"{model!r} is a {pipeline.name} model, not a generative one: "
-                                 f"{route} needs a model built with the pipeline 'generate'")
-    return model
+def _buffered(events: Iterator[bytes], run: Run, timer: StageTimer) -> Iterator[bytes]:
+    """The events for a buffered transport, which joins them before the request's line is
+    written: the generation's figures go into that line, and a failure is the answer."""
+    yield from events
+    run.record(timer)
 
 
 def _at(exc: InvalidInputError, param: str) -> FieldError:
@@ -254,7 +244,7 @@ class Answer:
         return b"data: %s\n\n" % _ENCODER.encode(data).encode()
 
 
-def _live(events: Iterator[bytes], steps: Generator[Step], run: Run, service: Service,
+def _live(events: Iterator[bytes], steps: Generator[Step], run: Run, served: Served,
           answer_id: str) -> Iterator[bytes]:
     """The events as they are generated (response-streaming mode). A failure after the first
     byte is an ``error`` event, as OpenAI's API sends one (its SDK raises ``APIError``); the
@@ -264,7 +254,7 @@ def _live(events: Iterator[bytes], steps: Generator[Step], run: Run, service: Se
     except Exception as exc:  # the status is sent already: the error becomes an event
         import traceback  # rare path: keep its import off the cold start
 
-        service.telemetry.log("error", "generation failed mid-stream", id=answer_id,
+        served.telemetry.log("error", "generation failed mid-stream", id=answer_id,
                               error=repr(exc), traceback=traceback.format_exc())
         known = exc if isinstance(exc, OnnxLambdaError) else OnnxLambdaError(
             "internal error; see the function's logs")
@@ -275,7 +265,7 @@ def _live(events: Iterator[bytes], steps: Generator[Step], run: Run, service: Se
         rate = run.tokens_per_s
         if rate is not None:
             figures["tokens-per-s"] = rate
-        service.telemetry.figures("stream finished", figures, id=answer_id,
+        served.telemetry.figures("stream finished", figures, id=answer_id,
                                   finishReason=run.finish_reason,
                                   promptTokens=run.prompt_tokens,
                                   completionTokens=run.completion_tokens)

@@ -1,7 +1,8 @@
 """The fields of an OpenAI ``/v1/chat/completions`` or ``/v1/completions`` request, checked
 (docs/reference/openai-generation.md): each bad value is a 400 naming the field as OpenAI's
 ``param``, each field OpenAI knows but this function cannot honour is a 400 saying so (never
-silently ignored), and a field OpenAI does not know is a 400 as OpenAI's own API answers.
+silently ignored), and a field OpenAI does not know is a 400 as OpenAI's own API answers
+(``handler.api.openai.errors.body_of``).
 
 Ranges are OpenAI's: ``temperature`` 0–2, ``top_p`` 0–1, ``stop`` at most 4 sequences,
 ``frequency_penalty`` / ``presence_penalty`` −2–2.
@@ -42,12 +43,8 @@ COMPLETION_FIELDS = SHARED | IGNORED | {"prompt"} | set(UNSUPPORTED_COMPLETION)
 
 
 def check_fields(body: dict[str, Any], chat: bool) -> None:
-    """Unknown fields, and known ones asking for what this function does not do → 400."""
-    known = CHAT_FIELDS if chat else COMPLETION_FIELDS
-    unknown = sorted(set(body) - known)
-    if unknown:
-        raise FieldError(f"Unrecognized request argument supplied: {', '.join(unknown)}",
-                           unknown[0], "unknown_parameter")
+    """Known fields asking for what this function does not do → 400 (the unknown ones:
+    ``handler.api.openai.errors.body_of``, given ``CHAT_FIELDS`` or ``COMPLETION_FIELDS``)."""
     unsupported = UNSUPPORTED_CHAT if chat else UNSUPPORTED_COMPLETION
     for name, neutral in unsupported.items():
         value = body.get(name)

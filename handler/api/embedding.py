@@ -1,6 +1,6 @@
-"""What the OpenAI (``handler.openai_api``) and TEI (``handler.tei_api``) embedding routes share
-over the ``text-embedding`` pipeline: running many inputs in batches, token-id inputs, and
-shortened (Matryoshka) vectors. Imported with those routes only."""
+"""What the OpenAI (``handler.api.openai.embeddings``) and TEI (``handler.api.tei.embed``)
+embedding routes share over the ``text-embedding`` pipeline: running many inputs in batches,
+token-id inputs, and shortened (Matryoshka) vectors. Imported with those routes only."""
 
 from __future__ import annotations
 
