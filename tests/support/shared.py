@@ -22,12 +22,17 @@ from pathlib import Path
 
 import pytest
 
+ROOT_VARIABLE = "ONNX_LAMBDA_TEST_SHARED"
 
-def run_root(factory: pytest.TempPathFactory) -> Path:
-    """The folder every worker of this run shares: pytest's basetemp, or under pytest-xdist the
-    controller's basetemp, which holds each worker's own (``popen-gwN``)."""
+
+def shared_root(factory: pytest.TempPathFactory) -> Path:
+    """Where this run's shared artifacts live: ``$ONNX_LAMBDA_TEST_SHARED`` (scripts/test sets it
+    for both its passes), else the folder every worker of this pytest run shares: pytest's
+    basetemp, or under pytest-xdist the controller's, which holds each worker's (``popen-gwN``)."""
+    if os.environ.get(ROOT_VARIABLE):
+        return Path(os.environ[ROOT_VARIABLE])
     base = factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
 
 
 @contextmanager
@@ -46,8 +51,8 @@ def artifact(factory: pytest.TempPathFactory, name: str,
     """The folder ``name``, made by ``build(folder)`` once in this run whoever asks for it. A
     build that raises leaves nothing behind, and the next caller tries again (and fails the same
     way, in its own test)."""
-    root = run_root(factory) / "shared"
-    root.mkdir(exist_ok=True)
+    root = shared_root(factory)
+    root.mkdir(parents=True, exist_ok=True)
     folder, done = root / name, root / f"{name}.built"  # done: written when the build returned
     with locked(root / f"{name}.lock"):
         if not done.is_file():
