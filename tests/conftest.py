@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,35 @@ import pytest
 
 from onnx_lambda.lambda_context import LambdaContext as Context  # noqa: F401 (tests import it here)
 from onnx_lambda.source_tree import root
-from tests.support import models
+from tests.support import models, shared
 
 EVENTS = root() / "events"  # events/generate.py writes them
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with a ``slow`` test first, the rest in their order: under pytest-xdist's
+    loadscope each module is one unit of work, and a minutes-long build handed out last would
+    leave the other cores idle at the end."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist, each worker's own TMPDIR (for it and the processes it starts): code
+    that names a file in the temporary folder by a fixed name cannot meet another worker's."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    folder = str(tmp_path_factory.mktemp("tmp", numbered=False))
+    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
+    yield
+    tempfile.tempdir = before
+    if before_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before_env
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +52,17 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     models.multi_io(folder / "multi_io.onnx")
     models.gather(folder / "gather.onnx")
     return folder
+
+
+@pytest.fixture(scope="session")
+def digits_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``onnx-lambda build-model digits``, built once per run for every tier (read-only)."""
+    from onnx_lambda.cli import main
+
+    def build(out: Path) -> None:
+        assert main(["build-model", "digits", "-o", str(out)]) == 0
+
+    return shared.artifact(tmp_path_factory, "digits", build)
 
 
 @pytest.fixture

@@ -83,6 +83,7 @@ def test_init_loads_neither_numpy_nor_the_binding(tmp_path: Path, name: str) -> 
     assert not binding and not numpy
 
 
+@pytest.mark.serial  # a time: alone on the machine
 def test_our_modules_import_under_the_ceiling(tmp_path: Path) -> None:
     model = models.linear(tmp_path / "linear.onnx")
     our_import_ms(model, tmp_path / "pycache")  # compiles and caches the bytecode
@@ -91,18 +92,17 @@ def test_our_modules_import_under_the_ceiling(tmp_path: Path) -> None:
     assert min(ms for ms, _ in runs) < IMPORT_CEILING_MS, runs
 
 
-def test_built_artifacts_classifier_and_text_embedding(tmp_path: Path) -> None:
+def test_built_artifacts_classifier_and_text_embedding(tmp_path: Path, digits_dir: Path) -> None:
     """``build-model`` artifacts (the graph's own softmax/top-k and pooling): digits with the
     classifier pipeline, a text-embedding model with its tokenizer (tokenizers' extension is
     that pipeline's one extra import: not the package's ``__init__``, which imports
     ``typing``)."""
-    assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
     source, _ = build_models.token_embeddings(tmp_path / "tokens.onnx")
     tokenizer = build_models.word_tokenizer(tmp_path / "tokenizer.json")
     assert main(["build-model", str(source), "-o", str(tmp_path / "text"), "--pipeline",
                  "text-embedding", "--file", str(tokenizer)]) == 0
-    for folder, extra in (("digits", set()), ("text", {"tokenizers"})):
-        loaded, library, binding, numpy = probe(tmp_path / folder)
+    for folder, extra in ((digits_dir, set()), (tmp_path / "text", {"tokenizers"})):
+        loaded, library, binding, numpy = probe(folder)
         assert "handler" in loaded and library
         assert loaded.isdisjoint(set(HEAVY) - extra), sorted(loaded & set(HEAVY))
         # (an example.npz's zipfile brings pathlib: text models ship one)

@@ -18,6 +18,13 @@ pytestmark = pytest.mark.e2e
 hub = pytest.importorskip("huggingface_hub", reason="pip install 'onnx-lambda[examples]'")
 
 
+@pytest.fixture(autouse=True)
+def _online(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client may reach our loopback server even after an example build in this process
+    set HF_HUB_OFFLINE=1 (``examples.minilm``), as a pytest-xdist worker's earlier module can."""
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Emulator, np.ndarray]]:
     folder, table = build(tmp_path_factory.mktemp("text"), "max_length=4")

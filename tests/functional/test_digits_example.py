@@ -7,25 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from handler.manifest import Manifest
-from onnx_lambda.cli import main
 from onnx_lambda.examples import digits
 from tests.conftest import Context
 
 
-@pytest.fixture(scope="module")
-def digits_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("models") / "digits"
-    assert main(["build-model", "digits", "-o", str(out)]) == 0
-    return out
-
-
-def test_manifest_reports_accuracy_and_full_agreement(digits_folder: Path) -> None:
-    manifest = Manifest.load(digits_folder)
+def test_manifest_reports_accuracy_and_full_agreement(digits_dir: Path) -> None:
+    manifest = Manifest.load(digits_dir)
     assert manifest.pipeline == "classifier"
     assert manifest.labels == tuple(str(i) for i in range(10))
     assert manifest.metadata["test_accuracy"] >= 0.95
@@ -35,22 +26,22 @@ def test_manifest_reports_accuracy_and_full_agreement(digits_folder: Path) -> No
     assert example.shape == (1, 64) and example.dtype == np.float64  # a JSON 1×64 list
 
 
-def test_served_predictions_on_the_held_out_split(digits_folder: Path,
+def test_served_predictions_on_the_held_out_split(digits_dir: Path,
                                                   make_service: Callable[..., Any]) -> None:
     features, targets = load_digits(return_X_y=True)
     _, x_test, _, y_test = train_test_split(
         features, targets, test_size=digits.TEST_FRACTION, random_state=digits.SEED,
         stratify=targets)
-    service = make_service(digits_folder, verify="always")
+    service = make_service(digits_dir, verify="always")
     body = service({"inputs": x_test.tolist(), "parameters": {"top_k": 1}}, Context())
     predicted = np.array([int(p["label"]) for p in body["predictions"]])
     assert float(np.mean(predicted == y_test)) >= 0.95
     assert all(len(p["top_k"]) == 1 and 0 < p["score"] <= 1 for p in body["predictions"])
 
 
-def test_the_manifest_example_is_served(digits_folder: Path,
+def test_the_manifest_example_is_served(digits_dir: Path,
                                         make_service: Callable[..., Any]) -> None:
-    manifest = Manifest.load(digits_folder)
-    body = make_service(digits_folder)({"inputs": manifest.example}, Context())
+    manifest = Manifest.load(digits_dir)
+    body = make_service(digits_dir)({"inputs": manifest.example}, Context())
     assert len(body["predictions"]) == 1
     assert len(body["predictions"][0]["top_k"]) == manifest.pipeline_options["top_k"]

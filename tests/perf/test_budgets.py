@@ -12,10 +12,9 @@ import pytest
 
 from benchmarks import cold_instructions, warm_instructions
 from benchmarks.targets import CAPI_FLOOR, FLOOR, OURS
-from onnx_lambda.cli import main
 from onnx_lambda.plan.subject import prepare
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.serial]  # counts: alone on the machine
 
 # docs/explanation/performance.md: the handler's warm overhead over a bare session.run on the
 # tiny model was 129,900 instructions before issue 25, which allowed at most 15 % more.
@@ -35,9 +34,8 @@ def test_warm_overhead_on_the_tiny_model(model_dir: Path) -> None:
     assert 0 < overhead <= WARM_OVERHEAD_MAX, per_call
 
 
-def test_cold_init_against_both_floors(tmp_path: Path) -> None:
-    assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
-    with prepare(tmp_path / "digits") as subject:
+def test_cold_init_against_both_floors(digits_dir: Path) -> None:
+    with prepare(digits_dir) as subject:
         counts = cold_instructions.measure(subject, memory_mb=1769, repeat=1)
     bare = counts[cold_instructions.BARE]
     ours, capi, numpy = (counts[name] - bare for name in (OURS, CAPI_FLOOR, FLOOR))

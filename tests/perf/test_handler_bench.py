@@ -35,7 +35,7 @@ def test_warm_instructions_child_runs_both_targets(model_dir: Path) -> None:
                              "--n2", "3"]) == 0
 
 
-def test_cold_instructions_programs_run_to_their_first_inference(tmp_path: Path) -> None:
+def test_cold_instructions_programs_run_to_their_first_inference(digits_dir: Path) -> None:
     """What callgrind runs for each cold target (valgrind itself takes minutes: left out of
     this tier): every ``-c`` program starts as ``benchmarks.cold`` starts its children and
     reaches its first inference — each prints its own report line (the floors' marks, our init
@@ -47,12 +47,10 @@ def test_cold_instructions_programs_run_to_their_first_inference(tmp_path: Path)
     from benchmarks import cold
     from benchmarks.cold_instructions import BARE, OURS_AS_BUILT, statements
     from benchmarks.targets import CAPI_FLOOR, FLOOR, OURS
-    from onnx_lambda.cli import main
     from onnx_lambda.plan.subject import prepare
     from onnx_lambda.source_tree import root
 
-    assert main(["build-model", "digits", "-o", str(tmp_path / "digits")]) == 0
-    with prepare(tmp_path / "digits") as subject:  # a classifier: also served as built
+    with prepare(digits_dir) as subject:  # a classifier: also served as built
         programs = statements(subject, 1769)
         assert set(programs) == {BARE, FLOOR, CAPI_FLOOR, OURS, OURS_AS_BUILT}
         prefix, base = cold.interpreter()
@@ -67,5 +65,5 @@ def test_cold_instructions_programs_run_to_their_first_inference(tmp_path: Path)
             else:
                 assert line["message"] == "initialized" and line["model"] == "digits"
         # as built: the artifact itself; else the relabelled copy the floors' request fits
-        assert programs[OURS_AS_BUILT][1] == {"ONNX_LAMBDA_MODEL": str(tmp_path / "digits")}
-        assert programs[OURS][1] == {} and subject.model != tmp_path / "digits"
+        assert programs[OURS_AS_BUILT][1] == {"ONNX_LAMBDA_MODEL": str(digits_dir)}
+        assert programs[OURS][1] == {} and subject.model != digits_dir

@@ -1,5 +1,6 @@
 """The test decoders (``onnx_lambda.examples.decoder``, tiny, seed 0), exported and built once per
-test session under pytest's basetemp, and transformers' own greedy tokens for them."""
+test run (``shared.artifact``: across tiers and xdist workers), and transformers' own greedy
+tokens for them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from onnx_lambda.examples import decoder
+from tests.support import shared
 
 SEED = 0
 PROMPTS = ("The cat sat on the mat.", "Why is the sky blue?", "Le chat dort 🎉")
@@ -16,10 +18,8 @@ PROMPTS = ("The cat sat on the mat.", "Why is the sky blue?", "Le chat dort 🎉
 
 def folder(factory: pytest.TempPathFactory, kind: str) -> Path:
     """The exported ``kind`` decoder (model.onnx and its tokenizer files), made once."""
-    path = factory.getbasetemp() / f"decoder-{kind}"
-    if not (path / "model.onnx").exists():
-        decoder.export(kind, "tiny", path, SEED)
-    return path
+    return shared.artifact(factory, f"decoder-{kind}",
+                           lambda path: decoder.export(kind, "tiny", path, SEED))
 
 
 def built(factory: pytest.TempPathFactory, kind: str) -> Path:
@@ -27,11 +27,12 @@ def built(factory: pytest.TempPathFactory, kind: str) -> Path:
     the model folder ``ONNX_LAMBDA_MODEL`` names."""
     from onnx_lambda.cli import main
 
-    path = factory.getbasetemp() / f"built-{kind}"
-    if not (path / "model.json").exists():
-        assert main(["build-model", str(folder(factory, kind) / "model.onnx"), "-o",
-                     str(path)]) == 0
-    return path
+    source = folder(factory, kind) / "model.onnx"
+
+    def build(path: Path) -> None:
+        assert main(["build-model", str(source), "-o", str(path)]) == 0
+
+    return shared.artifact(factory, f"built-{kind}", build)
 
 
 @cache
