@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from handler.bootstrap import create
+from handler.settings import Settings
 from onnx_lambda.cli import main
 from tests.support import decoders
 
@@ -40,14 +42,19 @@ def _refused(source: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> str
     return " ".join(" ".join(lines[-3:]).split())
 
 
-def test_a_genai_folder_builds_with_its_files_and_one_model_file(
+def test_a_genai_folder_builds_with_its_files_and_serves_its_chat_template_file(
         tmp_path: Path, decoder_dir: Path) -> None:
     source = _copy(decoder_dir, tmp_path / "export")
+    settings = json.loads((source / "tokenizer_config.json").read_text())
+    del settings["chat_template"]  # (where transformers 5 leaves it: chat_template.jinja only)
+    (source / "tokenizer_config.json").write_text(json.dumps(settings))
     (source / "chat_template.jinja").write_text(
         "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}<|assistant|>")
     (source / "special_tokens_map.json").write_text(json.dumps({"eos_token": "</s>"}))
     out = tmp_path / "built"
     assert main(["build-model", str(source), "-o", str(out)]) == 0
+    served = create(Settings.from_env({"ONNX_LAMBDA_MODEL": str(out)})).pipeline
+    assert served.render_chat([{"role": "user", "content": "hi"}]) == "<|user|>hi<|assistant|>"
     manifest = json.loads((out / "model.json").read_text())
     assert manifest["metadata"]["exporter"]["name"] == "onnxruntime-genai"
     assert manifest["pipeline"] == "generate"
