@@ -49,6 +49,12 @@ def client(artifact: Path) -> Iterator[Any]:
         yield sdk
 
 
+@pytest.fixture(scope="module")
+def model(client: Any) -> str:
+    [card] = client.models.list()
+    return str(card.id)
+
+
 def _expected(factory: pytest.TempPathFactory, route: str) -> tuple[str, ...]:
     if route == "genai-int4":
         return _genai_answers(smollm2.export(factory, route), smollm2.checkpoint(factory))
@@ -79,11 +85,12 @@ def _genai_answers(export: Path, checkpoint: Path) -> tuple[str, ...]:
 
 
 def test_greedy_chat_answers_equal_the_reference(tmp_path_factory: pytest.TempPathFactory,
-                                                 route: str, client: Any) -> None:
+                                                 route: str, client: Any, model: str
+                                                 ) -> None:
     want = _expected(tmp_path_factory, route)
     got = tuple(
         client.chat.completions.create(
-            model="SmolLM2", messages=[{"role": "user", "content": q}], temperature=0,
+            model=model, messages=[{"role": "user", "content": q}], temperature=0,
             max_tokens=smollm2.TOKENS).choices[0].message.content
         for q in smollm2.QUESTIONS)
     assert got == want
@@ -91,11 +98,11 @@ def test_greedy_chat_answers_equal_the_reference(tmp_path_factory: pytest.TempPa
         assert got[0].startswith("The capital of France is Paris")
 
 
-def test_the_stream_equals_the_whole_answer(client: Any) -> None:
+def test_the_stream_equals_the_whole_answer(client: Any, model: str) -> None:
     question = [{"role": "user", "content": smollm2.QUESTIONS[0]}]
-    whole = client.chat.completions.create(model="SmolLM2", messages=question, temperature=0,
+    whole = client.chat.completions.create(model=model, messages=question, temperature=0,
                                            max_tokens=smollm2.TOKENS)
-    with client.chat.completions.create(model="SmolLM2", messages=question, temperature=0,
+    with client.chat.completions.create(model=model, messages=question, temperature=0,
                                         max_tokens=smollm2.TOKENS, stream=True) as stream:
         parts = [c.choices[0].delta.content or "" for c in stream if c.choices]
     assert "".join(parts) == whole.choices[0].message.content
