@@ -17,11 +17,10 @@ greedy), ``top_p``, ``top_k``, ``seed``, ``repetition_penalty``, ``stop``
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 
 from handler.errors import InvalidInputError, ModelLoadError
+from handler.generation import hf_files
 from handler.generation.decoder import Decoder
 from handler.generation.layout import LayoutError, recognise
 from handler.generation.params import GenerationParams, Step, from_parameters
@@ -53,29 +52,28 @@ class GeneratePipeline(Pipeline):
                                     self.options.get("head_dim"))
         except LayoutError as exc:
             raise ModelLoadError(f"generate pipeline: {artifact.path}: {exc}") from None
-        settings = _json(artifact.file("tokenizer_config.json"))
-        generation = _json(artifact.file("generation_config.json"))
-        config = _json(artifact.file("config.json"))
+        try:  # (the Hugging Face files and the rule where they disagree: hf_files)
+            settings = hf_files.special_tokens(artifact.file)
+            generation = hf_files.read_json(artifact.file("generation_config.json"))
+            config = hf_files.read_json(artifact.file("config.json"))
+            template = self.options.get("chat_template") or hf_files.chat_template(
+                artifact.file, settings)
+        except hf_files.FileError as exc:
+            raise ModelLoadError(f"generate pipeline: {exc}") from exc
         self.tokenizer = _tokenizer(artifact.file(tokenizer_file(self.options)))
         self.bos_token = _token_text(settings.get("bos_token"))
         self.eos_token = _token_text(settings.get("eos_token"))
         self.context_length = _context_length(self.options, config, settings)
-        eos = self.options.get("eos_token_ids", generation.get("eos_token_id",
-                                                              config.get("eos_token_id")))
-        eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
-        if self.eos_token and (found := self.tokenizer.token_to_id(self.eos_token)) is not None:
-            eos_ids.add(found)
+        eos_ids = hf_files.eos_ids(
+            (self.options.get("eos_token_ids"), generation.get("eos_token_id"),
+             config.get("eos_token_id")), self.tokenizer, self.eos_token, template)
         # onnxruntime-genai's export: one past/present buffer (handler.generation.cache)
-        genai = _json(artifact.file("genai_config.json")).get("search", {})
+        genai = hf_files.read_json(artifact.file("genai_config.json")).get("search", {})
         shared = self.options.get("past_present_share_buffer",
                                   isinstance(genai, dict)
                                   and genai.get("past_present_share_buffer") is True)
         self.decoder = Decoder(model.session, self.layout, self.context_length,
                                frozenset(eos_ids), shared=shared is True)
-        template = self.options.get("chat_template", settings.get("chat_template"))
-        if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
-            template = next((t.get("template") for t in template
-                             if isinstance(t, dict) and t.get("name") == "default"), None)
         self.chat: Any = None
         if isinstance(template, str) and template:
             from handler.generation.chat import ChatTemplate  # jinja2: templated models only
@@ -97,8 +95,9 @@ class GeneratePipeline(Pipeline):
 
     def render_chat(self, messages: list[dict[str, Any]]) -> str:
         if self.chat is None:
-            raise InvalidInputError("this model has no chat template (tokenizer_config.json's "
-                                    "chat_template): send a plain prompt")
+            raise InvalidInputError("this model has no chat template (chat_template.jinja, or "
+                                    "tokenizer_config.json's chat_template): send a plain "
+                                    "prompt")
         if not isinstance(messages, list):
             raise InvalidInputError("messages must be a list of messages")
         rendered: str = self.chat.render(messages)
@@ -155,18 +154,6 @@ class GeneratePipeline(Pipeline):
 
     def example(self) -> Any:
         return "Hello"
-
-
-def _json(path: str) -> dict[str, Any]:
-    """A Hugging Face settings file beside the model, {} when absent."""
-    if not os.path.isfile(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"generate pipeline: cannot read {path}: {exc}") from exc
-    return data if isinstance(data, dict) else {}
 
 
 def _tokenizer(path: str) -> Any:

@@ -6,8 +6,9 @@ record in the manifest what the ``generate`` pipeline needs.
 The layout is read from the ONNX signature by the handler's own ``recognise``
 (``handler.generation.layout``): a model the pipeline cannot run is refused here with the same
 message that says what was expected. The files beside the source that the pipeline reads
-(``tokenizer.json``, ``tokenizer_config.json``, ``generation_config.json``, ``config.json``) are
-shipped when present; ``tokenizer.json`` is required.
+(``llm_folder.HF_FILES``: the tokenizer, the chat template, the generation and model configs)
+are shipped when present; ``tokenizer.json`` is required. The artifact holds one model file,
+the optimized or the staged one, whichever decodes faster (``llm_package``).
 
 The gate — greedy token agreement with the fp32 model over a fixed prompt set. For each of
 ``GATE_PROMPTS`` the fp32 model's greedy continuation of ``GATE_TOKENS`` tokens is the reference;
@@ -28,7 +29,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from handler.generation.layout import DecoderLayout, LayoutError, recognise
 from handler.manifest import Manifest
 from handler.model import Model, threads_for, visible_cpus
 from handler.ort.session import Session
-from onnx_lambda.build_model import llm_graph, package, quant_methods, signature
+from onnx_lambda.build_model import llm_graph, llm_package, package, quant_methods, signature
 from onnx_lambda.build_model.errors import (
     AccuracyGateError,
     BuildError,
@@ -51,12 +53,12 @@ from onnx_lambda.build_model.errors import (
     NothingToQuantizeError,
 )
 from onnx_lambda.build_model.gate import Accuracy
+from onnx_lambda.build_model.llm_folder import HF_FILES
 from onnx_lambda.build_model.measure import Figures, folder_size
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
 from onnx_lambda.examples.sentences import SENTENCES
 
-HF_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json")
 GATE_PROMPTS = SENTENCES[:8]
 # The prompts the decoder defaults below were chosen on (benchmarks/decoder_quant.py: SmolLM2,
 # 24 greedy tokens each): none of them judges a build.
@@ -72,6 +74,11 @@ DECODER_ALGOS = tuple(r.algo for r in quant_methods.RECORDS if r.decoder and r.a
 # rtn 0.64-0.68 at 3.3x, onnxruntime-genai's int4 0.65 at 3.4x; int8-weights 0.948 at 1.98x
 # (docs/how-to/quantize.md).
 DECODER_ALGO = "mixed"
+RUNNABLE = ("To get one that runs, from the Hugging Face checkpoint: `onnx-lambda build-model "
+            "CHECKPOINT -o OUT` (it exports and checks it), or `python -m "
+            "onnxruntime_genai.models.builder -i CHECKPOINT -o EXPORT -p fp32 -e cpu` then "
+            "`onnx-lambda build-model EXPORT -o OUT`")
+TIMED_TOKENS = 12  # the optimized file against the source (llm_package.keep_faster)
 
 
 def is_decoder(source: Path) -> bool:
@@ -104,7 +111,7 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
             layout = recognise(inputs, outputs, given)
         except LayoutError as exc:
             raise InvalidModelError(f"{spec.source}: not a decoder the generate pipeline runs: "
-                                    f"{exc}") from None
+                                    f"{exc}. {RUNNABLE}") from None
         note(f"{layout.layers} layers, {layout.kv_heads} key/value heads × {layout.head_dim}, "
              f"{layout.kv_dtype} cache")
     files = _files(spec)
@@ -171,10 +178,14 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
         else:
             note("not applied: logits is not a MatMul of [batch, sequence, hidden] states")
     with steps.step("package") as note:
-        shutil.copyfile(current, staging / package.PORTABLE)
+        llm_package.stage(current, staging)
         for name, path in files.items():
             shutil.copyfile(path, staging / name)
-        chosen = package.loaded_file(staging, options, note)
+        chosen = llm_package.keep_faster(
+            staging, package.loaded_file(staging, options, note),
+            lambda path: _Runner(path, layout).timer(prompts[0], TIMED_TOKENS), note)
+        if chosen == package.PORTABLE:
+            options = replace(options, optimize=False)  # (the manifest: not optimized)
         manifest = package.manifest(
             staging, spec.name, chosen, options, inputs=inputs, outputs=outputs,
             pipeline="generate", pipeline_options={
@@ -199,7 +210,9 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                        "eos_token_ids": sorted(pipeline.decoder.eos_ids)}
         manifest = manifest._replace(metadata=metadata, pipeline_options=options_out)
         manifest.dump(staging)
-    before = Figures(spec.source.stat().st_size, reference.load_ms, reference.ms_per_token())
+    size = sum(p.stat().st_size for p in (spec.source, spec.source.with_name(
+        f"{spec.source.name}.data")) if p.is_file())  # (with an export's external data)
+    before = Figures(size, reference.load_ms, reference.ms_per_token())
     after = Figures(folder_size(staging), load_ms, shipped.ms_per_token())
     accuracy = Accuracy(None, None, None, agreement.forced, agreement.positions,
                         compared=("greedy tokens (teacher-forced agreement)",))
@@ -382,6 +395,15 @@ class _Runner:
         positions = sum(len(r) for r in references)
         return Agreement(sum(f * len(r) for f, r in zip(forced, references, strict=True))
                          / positions, sum(prefixes) / len(prefixes), min(forced), positions)
+
+    def timer(self, prompt: list[int], count: int) -> Callable[[], float]:
+        """A function that decodes ``count`` greedy tokens and returns their median ms."""
+        def run() -> float:
+            self._step_ms.clear()
+            self.greedy(prompt, count)
+            return self.ms_per_token()
+
+        return run
 
     def ms_per_token(self) -> float:
         times = sorted(self._step_ms)

@@ -45,7 +45,7 @@ def test_fp32_build_records_the_layout_and_serves_the_same_tokens(
     # the vocabulary projection of the last position only: the same tokens, in ORT's choice
     # and through the Python row (a repetition penalty)
     assert manifest.metadata["last_position_logits"] is True
-    logits = next(o for o in onnx.load(str(out / "model.onnx")).graph.output
+    logits = next(o for o in onnx.load(str(out / manifest.model)).graph.output
                   if o.name == "logits")
     assert logits.type.tensor_type.shape.dim[1].dim_value == 1
     for penalty in (1.0, 1.3):
@@ -69,11 +69,13 @@ def test_int4_behind_the_generation_gate(tmp_path: Path, decoder_dir: Path,
         assert build(source, out, "--quantize", "int4", "--min-token-agreement", "0.5") == 0
     else:  # its Gemm projections become MatMuls first; its peaked logits pass the gate
         assert build(source, out, "--quantize", "int4") == 0
-    quantization = Manifest.load(out).metadata["quantization"]
+    manifest = Manifest.load(out)
+    quantization = manifest.metadata["quantization"]
     agreement = quantization["gate"]["token_agreement"]
     assert 0.5 <= agreement < 0.9 if llama else agreement >= 0.9
     assert (quantization["gemm_as_matmul"] > 0) is not llama
-    nodes = onnx.load(str(out / "model.onnx"), load_external_data=False).graph.node
+    # (the one model file shipped: the optimized or the staged one, whichever decoded faster)
+    nodes = onnx.load(str(out / manifest.model), load_external_data=False).graph.node
     assert sum(n.op_type == "MatMulNBits" for n in nodes) == quantization["nodes"] > 0
     status, body = predict(make_service(out), "Hello", temperature=0, max_tokens=8)
     assert (status, body["usage"]["completion_tokens"]) == (200, 8)

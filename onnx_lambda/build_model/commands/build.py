@@ -1,5 +1,7 @@
-"""``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file or an example
-name (``digits``, ``minilm``, ``minilm-reranker``, ``tiny-chat``).
+"""``onnx-lambda build-model SOURCE -o models/NAME``: SOURCE is an ``.onnx`` file, a language
+model's folder (a Hugging Face checkpoint, an onnxruntime-genai or optimum export:
+``build_model.llm_folder``) or an example name (``digits``, ``minilm``, ``minilm-reranker``,
+``tiny-chat``).
 
 build-model exit codes: 0 built, 1 other failure, 2 bad arguments (--example/--shape/--dim that
 do not fit included), 3 not a valid ONNX model, 4 unsupported operators, 5 accuracy gate failed,
@@ -30,7 +32,9 @@ def register(subparsers: Any) -> None:
         "build-model", help="optimize, quantize and package a model for Lambda",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", metavar="SOURCE",
-                        help="an .onnx file, or: digits, minilm, minilm-reranker, tiny-chat")
+                        help="an .onnx file; a language model's folder (a Hugging Face "
+                             "checkpoint, an onnxruntime-genai or optimum export); or: digits, "
+                             "minilm, minilm-reranker, tiny-chat")
     parser.add_argument("-o", "--output", required=True, type=Path,
                         help="the model folder to write (e.g. models/NAME)")
     model = parser.add_argument_group("model (for an .onnx SOURCE; examples set their own)")
@@ -215,8 +219,13 @@ def _spec(args: argparse.Namespace, workdir: Path, console: Console) -> ModelSpe
                               "--dim apply to an .onnx SOURCE")
         return examples.prepare(args.source, workdir, console)
     source = Path(args.source)
+    if source.is_dir():  # a language model's folder: a checkpoint, a genai or optimum export
+        from onnx_lambda.build_model import llm_folder
+
+        return llm_folder.spec_for(source, args.name or args.output.name,
+                                   _options(args.pipeline_option), workdir, console)
     if not source.is_file():
-        raise _UsageError(f"{source}: no such file, and not an example "
+        raise _UsageError(f"{source}: no such file or folder, and not an example "
                           f"({', '.join(examples.NAMES)})")
     for path in args.files:
         if not path.is_file():
