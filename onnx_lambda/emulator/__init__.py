@@ -13,7 +13,8 @@ Modules (docs/explanation/architecture.md has each one's job): ``server`` (``Emu
 ``template`` + ``intrinsics``, ``http11`` + ``http_conn`` + ``http_stream`` + ``http_types``
 (the HTTP server), ``http_front`` + ``apigw`` (API Gateway and Function URLs),
 ``invoke_api``, ``response_stream`` (streamed invocations), ``pool``, ``environment`` +
-``runtime_launch`` + ``limits``, ``runtime_api``, ``report`` + ``ids``, ``tls``; ``commands``
+``runtime_launch`` + ``limits``, ``runtime_api``, ``report`` + ``ids``, ``tls``,
+``network_delay``; ``commands``
 is the CLI.
 
 Programmatic use (what ``tune`` and the benchmark lab build on)::

@@ -2,7 +2,8 @@
 
 Each example module exposes ``prepare(workdir, console) -> ModelSpec``: it makes the ONNX file in
 ``workdir`` (training or exporting it) and says how to verify it: ``digits``, ``minilm``,
-``minilm_reranker``, ``decoder``; ``sentences`` and ``passages`` are their fixed inputs.
+``minilm_reranker``, ``tiny_chat``, ``decoder``, ``smollm2``
+(a checkpoint folder); ``sentences`` and ``passages`` are their fixed inputs.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Commands (``onnx-lambda …``, one module each in ``commands/``):
 - ``tune`` (``tune``, ``sizing``): latency, cold init and cost per memory size through the
   local emulator (``emulated``), and a recommendation; ``--managed-instances``
   (``tune_managed``): processes per vCPU of a Managed Instances environment, and CPU vs GPU
-  (``gpu_compare``, ``equal_p99``);
+  (``gpu_compare``, ``equal_p99``, estimated from ``flops``); ``--network-ms`` (``end_to_end``);
 - ``simulate`` (``strategy_sweep`` over ``simulate`` and ``traffic``): cold-start fraction, p99
   and monthly cost per cold-start strategy for a traffic pattern;
 - ``price`` (``managed``, ``process_memory``, ``cost`` over the dated ``prices.json``): the

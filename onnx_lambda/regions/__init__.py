@@ -5,5 +5,6 @@
 - ``measure``: TCP connect, TLS handshake and one credential-free HTTPS round trip per sample,
   standard library only (no AWS SDK, so no credentials can be read);
 - ``report``: the ranked table, what the network leaves of a latency budget, and the JSON that
-  ``tune --network-ms`` / ``simulate --network-ms`` read back.
+  ``tune --network-ms`` / ``simulate --network-ms`` read back;
+- ``deployed``: ``--endpoint REGION=URL`` through ``probe``; ``commands`` is the CLI.
 """
