@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from handler.errors import InferenceError
+
 Feeds = dict[str, np.ndarray]
 # name → rows (float rows are vectors, any other dtype labels), or a list of them, one per
 # sample, for an output whose size varies from sample to sample
@@ -292,7 +294,8 @@ class Invariance:
 
     def describe(self) -> str:
         if self.min_cosine is None:
-            return "batch invariance: not measured (the samples make no mixed batch)"
+            return ("batch invariance: not measured (the samples make no mixed batch the model "
+                    "takes)")
         verdict = ("the same alone and batched" if self.min_cosine >= Thresholds.batch_invariance
                    else "an item's answer depends on its batch neighbours")
         return (f"batch invariance: min cosine {self.min_cosine:.6f} over {self.items} items "
@@ -307,7 +310,10 @@ def batch_invariance(run: Callable[[Feeds], dict[str, Any]], samples: Sequence[F
     if batch is None:
         return Invariance(None, len(samples))
     alone = collect(run, samples, comparable)
-    together = collect(run, [batch], comparable)
+    try:
+        together = collect(run, [batch], comparable)
+    except InferenceError:  # the model takes no batch of them (a fixed batch axis, a state input)
+        return Invariance(None, len(samples))
     try:
         accuracy = compare(alone, together, classifier=False)
     except ValueError:
