@@ -21,7 +21,8 @@ HASH="$(cat "$ROOT/pyproject.toml" "$ROOT/layers/requirements.txt" "$ROOT/layers
 read -r HAVE_HASH HAVE_EXTRAS 2>/dev/null < "$STAMP" || { HAVE_HASH=""; HAVE_EXTRAS=""; }
 # the extras pyproject.toml's own extras include (onnx-lambda[...] entries), as installed
 have=",$HAVE_EXTRAS,"
-case "$have" in *,test,*) have="$have,serve,build,plan,client,bench," ;; esac
+case "$have" in *,test,*) have="$have,serve,build,build-llm,plan,client,bench," ;; esac
+case "$have" in *,build-llm,*) have="$have,build," ;; esac
 case "$have" in *,bench,*) have="$have,plan,build,client,serve," ;; esac
 case "$have" in *,plan,*) have="$have,serve," ;; esac
 missing=""

@@ -27,7 +27,7 @@ def test_the_implied_extras_are_pyprojects() -> None:
         "optional-dependencies"]
     script = (root() / "scripts" / "_venv.sh").read_text()
     table = {match[0]: set(filter(None, match[1].split(",")))
-             for match in re.findall(r'\*,(\w+),\*\) have="\$have,([\w,]+)" ;;', script)}
+             for match in re.findall(r'\*,([\w-]+),\*\) have="\$have,([\w,-]+)" ;;', script)}
     expected = {extra: _included(extra, extras) for extra in extras}
     assert table == {extra: found for extra, found in expected.items() if found}
 
