@@ -3,13 +3,14 @@ generation) against the weights' own bytes, for the ways ONNX Runtime can hold t
 
     python -m benchmarks.big_weights MODEL_FOLDER [--repeat 3]
 
-``MODEL_FOLDER``: a ``build-model`` artifact of a decoder (``model.onnx`` with the weights
-inside, ``model.opt.onnx`` + ``model.opt.onnx.data``); an ORT-format copy is made beside it
-(``model.ort``). Each variant runs in a fresh interpreter (the handler's C-API session, one
-thread): load, then a prefill of 8 tokens and 8 greedy steps. Reported per variant: the median
-load time, peak RSS (``VmHWM``) after the load and after the steps, the peak over the weights'
-bytes once the runtime's own floor (the same interpreter with the library loaded and an env
-made, no session) is taken off, and the median step time (prepacking trades memory for speed).
+``MODEL_FOLDER``: a ``build-model`` artifact of a decoder; beside its one model file the
+variants are made (``model.onnx`` with the weights inside, ``model.opt.onnx`` +
+``model.opt.onnx.data``, an ORT-format ``model.ort``). Each variant runs in a fresh
+interpreter (the handler's C-API session, one thread): load, then a prefill of 8 tokens and 8
+greedy steps. Reported per variant: the median load time, peak RSS (``VmHWM``) after the load
+and after the steps, the peak over the weights' bytes once the runtime's own floor (the same
+interpreter with the library loaded and an env made, no session) is taken off, and the median
+step time (prepacking trades memory for speed).
 
 Variants: the portable ``.onnx`` (weights parsed out of the protobuf: a copy), external data
 (``model.opt.onnx.data``: read into ORT's buffers), ORT format mapped from the file with its
@@ -87,10 +88,20 @@ def weights_bytes(folder: Path) -> int:
     return data.stat().st_size if data.exists() else (folder / "model.onnx").stat().st_size
 
 
-def ensure_ort(folder: Path) -> None:
-    if not (folder / "model.ort").exists():
-        from onnx_lambda.build_model.optimize import optimize_offline
+def ensure_variants(folder: Path) -> None:
+    """The three files the variants load, made beside the artifact's one model file (a decoder
+    artifact ships one copy of the weights: ``build_model.llm_package``)."""
+    import onnx
 
+    from handler.manifest import Manifest
+    from onnx_lambda.build_model.optimize import optimize_offline
+
+    source = folder / Manifest.load(folder).model
+    if not (folder / "model.onnx").exists():  # the weights inside the protobuf
+        onnx.save(onnx.load(str(source)), str(folder / "model.onnx"))
+    if not (folder / "model.opt.onnx").exists():
+        optimize_offline(source, folder / "model.opt.onnx", "extended")
+    if not (folder / "model.ort").exists():
         optimize_offline(folder / "model.onnx", folder / "model.ort", "extended")
 
 
@@ -100,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    ensure_ort(args.folder)
+    ensure_variants(args.folder)
     weights_mb = weights_bytes(args.folder) / 2**20
     floor = statistics.median(probe("", {})["floor_mb"] for _ in range(args.repeat))
     print(f"{args.folder}: weights {weights_mb:.0f} MB; runtime floor (interpreter + "

@@ -28,7 +28,9 @@ from onnx_lambda.emulator.template import load_template
 from tests.e2e.emulator_support import HANDLERS, lambda_client
 from tests.support import cfn, decoders
 
-pytestmark = pytest.mark.e2e
+# serial: a first token is told from the next by the generation's pace, which the other
+# worker's load would blur
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
 HELLO = [{"role": "user", "content": "hello there"}]
 GREEDY: dict[str, Any] = {"messages": HELLO, "temperature": 0, "max_tokens": 24}

@@ -169,8 +169,9 @@ def test_prefill_logits_are_the_same_alone_and_in_a_batch_of_8(
     out = tmp_path / "q"
     source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
     assert build(source, out, "--quantize", method, "--min-token-agreement", "0") == 0
-    decoder = Manifest.load(out).metadata["decoder"]
-    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    manifest = Manifest.load(out)
+    decoder = manifest.metadata["decoder"]
+    session = ort.InferenceSession(str(out / manifest.model), providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     ids = np.random.default_rng(0).integers(3, 500, (8, 6))
 
