@@ -21,7 +21,8 @@ import pytest
 from tests.e2e.emulator_support import openai_sdk, serving_with_key
 from tests.support import smollm2
 
-pytestmark = pytest.mark.e2e
+# slow: SmolLM2 (135 M) exported and built once per route; its builds run the decoder gate
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 openai = pytest.importorskip("openai", reason="pip install 'onnx-lambda[test]'")
 pytest.importorskip("onnxruntime_genai", reason="pip install 'onnx-lambda[build-llm]'")
 pytest.importorskip("transformers", reason="pip install 'onnx-lambda[build-llm]'")
