@@ -41,7 +41,8 @@ from typing import Any
 
 from benchmarks import generation_targets
 from benchmarks.embeddings_throughput import machine
-from benchmarks.generation_targets import Target, timed
+from benchmarks.generation_targets import timed
+from benchmarks.target_worker import Worker
 from onnx_lambda.examples.sentences import SENTENCES
 from onnx_lambda.stats import median
 
@@ -121,28 +122,40 @@ def prompts(pipeline: Any, lengths: list[int]) -> dict[int, list[int]]:
 
 def throughput(name: str, folders: dict[str, Path], threads: int, args: argparse.Namespace
                ) -> list[str]:
-    service = generation_targets.service(folders["built"], threads)
-    made: dict[str, Target] = {
-        GENAI: generation_targets.genai(genai_threads(
-            folders["genai"], threads, folders["genai"].parent / f"genai-t{threads}")),
-        OURS: generation_targets.ours(service)}
-    asked = prompts(service.pipeline, [int(n) for n in args.prompt_tokens.split(",")])
-    service.pipeline.decoder.configure(0, 0)  # (the same prompts again: no prefix reuse here)
+    """Each target in processes of its own (``benchmarks.target_worker``: where a process's
+    weights land moves its pace by up to ~20 %), ``--processes`` fresh pairs, each pair's rounds
+    interleaved with the order rotated; medians over every process's rounds."""
+    genai = genai_threads(folders["genai"], threads, folders["genai"].parent / f"genai-t{threads}")
+    lengths = [int(n) for n in args.prompt_tokens.split(",")]
+    runs: dict[tuple[int, str], list[Any]] = {}
+    first: dict[tuple[int, str], tuple[int, ...]] = {}
+    asked: dict[int, list[int]] = {}
+    for index in range(args.processes):
+        pair = [("genai", genai), ("ours", folders["built"])]
+        made = dict(zip((GENAI, OURS), (Worker(kind, folder, threads) for kind, folder in
+                                        (pair if index % 2 == 0 else pair[::-1])), strict=True))
+        try:
+            asked = asked or dict(zip(lengths, made[OURS].ask({"encode": lengths}), strict=True))
+            for length, ids in asked.items():
+                for target, worker in made.items():  # (a warm-up; its tokens are compared)
+                    first.setdefault((length, target), worker.timed(ids, args.new_tokens).tokens)
+                for round_ in range(args.rounds):
+                    order = list(made) if round_ % 2 == 0 else list(reversed(made))
+                    for target in order:
+                        runs.setdefault((length, target), []).append(
+                            made[target].timed(ids, args.new_tokens))
+        finally:
+            for worker in made.values():
+                worker.close()
     lines = []
-    for ids in asked.values():
-        first = {t: timed(target, ids, args.new_tokens).tokens for t, target in made.items()}
-        same = "same tokens" if first[GENAI] == first[OURS] else "DIFFERENT tokens"
-        runs: dict[str, list[Any]] = {t: [] for t in made}
-        for round_ in range(args.rounds):
-            order = list(made) if round_ % 2 == 0 else list(reversed(made))
-            for target in order:
-                runs[target].append(timed(made[target], ids, args.new_tokens))
-        ttft = {t: median([r.ttft_ms for r in got]) for t, got in runs.items()}
-        tps = {t: median([r.tokens_per_s for r in got]) for t, got in runs.items()}
-        for target in made:
-            lines.append(f"| {name} | {threads} | {len(ids)} | {target} | {ttft[target]:.1f} | "
-                         f"{tps[target]:.1f} | {ttft[target] / ttft[GENAI]:.2f}× | "
-                         f"{tps[target] / tps[GENAI]:.2f}× | {same} |")
+    for length, ids in asked.items():
+        same = ("same tokens" if first[length, GENAI] == first[length, OURS]
+                else "DIFFERENT tokens")
+        ttft = {t: median([r.ttft_ms for r in runs[length, t]]) for t in (GENAI, OURS)}
+        tps = {t: median([r.tokens_per_s for r in runs[length, t]]) for t in (GENAI, OURS)}
+        lines += [f"| {name} | {threads} | {len(ids)} | {target} | {ttft[target]:.1f} | "
+                  f"{tps[target]:.1f} | {ttft[target] / ttft[GENAI]:.2f}× | "
+                  f"{tps[target] / tps[GENAI]:.2f}× | {same} |" for target in (GENAI, OURS)]
     return lines
 
 
@@ -211,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--prompt-tokens", default="32,256")
     parser.add_argument("--new-tokens", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds a process")
+    parser.add_argument("--processes", type=int, default=3,
+                        help="fresh processes per target and thread count (throughput)")
     parser.add_argument("--cold-repeat", type=int, default=3,
                         help="fresh processes per cold-init target (0: no cold init)")
     parser.add_argument("--no-extras", action="store_true",

@@ -12,6 +12,6 @@ and ``awq`` (weights
 rescaled before quantization), ``graph_math`` (pipeline math appended to the graph),
 ``tokenizer_split``, ``gpu`` (whether CUDA suits the model), ``rerank`` (cross-encoders),
 ``decoder_build`` (decoder-only models; a language model's folder: ``llm_folder``,
-``llm_export``, ``llm_graph``, ``llm_package``), ``package`` (the artifact's last step), ``spec``
-(what and how to build) and ``errors``.
+``llm_export``, ``llm_graph``, ``llm_package``; its logits: ``vocab_projection``), ``package``
+(the artifact's last step), ``spec`` (what and how to build) and ``errors``.
 """

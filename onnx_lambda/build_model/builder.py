@@ -79,6 +79,7 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
             scratch = tempfile.TemporaryDirectory(prefix="onnx-lambda-build-")
         finally:  # a signal that came meanwhile is delivered here, with the names set
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        spec = _without_links(spec, Path(scratch.name))
         if spec.pipeline == "generate" or decoder_build.is_decoder(spec.source):
             manifest, before, after, accuracy = decoder_build.build(
                 spec, staging, Path(scratch.name), options, steps)
@@ -93,6 +94,22 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
             scratch.cleanup()
         if staging is not None:
             output.discard(staging)
+
+
+def _without_links(spec: ModelSpec, work: Path) -> ModelSpec:
+    """The source with no symbolic link in its folder. onnx refuses external data behind one
+    ("... but it is a symbolic link"; a hard link too), and a Hugging Face cache snapshot links
+    every file into its blobs: such a folder is copied into the scratch folder, and the build
+    reads the copy."""
+    folder = spec.source.parent
+    if not any(path.is_symlink() for path in (spec.source, *folder.iterdir())):
+        return spec
+    real = work / "source"
+    real.mkdir()
+    for path in folder.iterdir():
+        if path.is_file():  # (a link to a file counts: is_file follows it)
+            shutil.copyfile(path, real / path.name)
+    return dataclasses.replace(spec, source=real / spec.source.name)
 
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,

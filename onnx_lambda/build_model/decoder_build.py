@@ -54,9 +54,11 @@ from onnx_lambda.build_model.errors import (
 )
 from onnx_lambda.build_model.gate import Accuracy
 from onnx_lambda.build_model.llm_folder import HF_FILES
+from onnx_lambda.build_model.llm_package import save
 from onnx_lambda.build_model.measure import Figures, folder_size
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+from onnx_lambda.build_model.vocab_projection import last_position_logits
 from onnx_lambda.examples.sentences import SENTENCES
 
 GATE_PROMPTS = SENTENCES[:8]
@@ -169,12 +171,15 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
                 import onnx
 
                 current = work / "all.onnx"
-                onnx.save(onnx.load(str(spec.source)), str(current))
+                save(onnx.load(str(spec.source)), current)
             note("not applied: the pipeline option all_logits keeps every position's logits")
-        elif last_position_logits(current, last, layout):
+        elif blocks := last_position_logits(current, last, layout):
             current = last
             metadata["last_position_logits"] = True
             note("the vocabulary projection runs on the last position, not the whole prompt")
+            if blocks > 1:  # (vocab_split: the load's peak memory)
+                metadata["vocabulary_blocks"] = blocks
+                note(f"... in {blocks} column blocks: loading peaks one block above the weights")
         else:
             note("not applied: logits is not a MatMul of [batch, sequence, hidden] states")
     with steps.step("package") as note:
@@ -239,59 +244,6 @@ def _shared_cache(source: Path) -> dict[str, bool]:
     return {"past_present_share_buffer": True} if shared else {}
 
 
-def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> bool:
-    """Project only the last position onto the vocabulary: the ``MatMul`` that makes ``logits``
-    takes ``Gather(hidden, [-1], axis=1)`` instead of every position's hidden state. The
-    generate pipeline reads the last row alone, and a prompt's other rows cost a
-    sequence × hidden × vocabulary product for nothing (~12 % of a 45-token prefill of the
-    246 M test decoder). Kept only when the result's logits equal the source's last row on a
-    5-token prompt (a graph whose MatMul sees [batch × sequence, hidden] would differ)."""
-    import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper
-
-    model = onnx.load(str(source))
-    graph = model.graph
-    node = next((n for n in graph.node if "logits" in n.output), None)
-    if node is None or node.op_type != "MatMul":
-        return False
-    hidden = node.input[0]
-    graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), "last_position"))
-    gather = helper.make_node("Gather", [hidden, "last_position"], ["last_hidden"], axis=1,
-                              name="last_position_hidden")
-    node.input[0] = "last_hidden"
-    nodes = list(graph.node)
-    nodes.insert(nodes.index(node), gather)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    for value in graph.output:
-        if value.name == "logits":
-            value.type.tensor_type.shape.dim[1].Clear()
-            value.type.tensor_type.shape.dim[1].dim_value = 1
-    onnx.save(model, str(target))
-    feeds = _prefill_feeds(layout, 5)
-    try:
-        want = _session(source).run(["logits"], feeds)[0][:, -1:]
-        got = _session(target).run(["logits"], feeds)[0]
-    except Exception:  # onnxruntime's own errors: the rewrite does not fit this graph
-        return False
-    return bool(got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5))
-
-
-def _prefill_feeds(layout: DecoderLayout, count: int) -> dict[str, Any]:
-    import numpy as np
-
-    ids = layout.ids_dtype
-    feeds: dict[str, Any] = {"input_ids": np.arange(3, 3 + count, dtype=ids)[None]}
-    if layout.attention_mask:
-        feeds["attention_mask"] = np.ones((1, count), ids)
-    if layout.position_ids:
-        feeds["position_ids"] = np.arange(count, dtype=ids)[None]
-    empty = np.zeros((1, layout.kv_heads, 0, layout.head_dim), layout.kv_dtype)
-    feeds.update(dict.fromkeys(layout.inputs()[len(feeds):], empty))
-    return feeds
-
-
 def gemm_as_matmul(source: Path, target: Path) -> int:
     """Rewrite each ``Gemm`` whose weights are a constant (``alpha`` 1, ``A`` untransposed) as
     ``MatMul`` (+ ``Add`` of its bias): int4's ``MatMulNBits`` takes MatMuls only, and GPT-2-style
@@ -330,7 +282,7 @@ def gemm_as_matmul(source: Path, target: Path) -> int:
     if count:
         del graph.node[:]
         graph.node.extend(nodes)
-        onnx.save(model, str(target))
+        save(model, target)
     return count
 
 

@@ -187,3 +187,56 @@ def test_prefill_logits_are_the_same_alone_and_in_a_batch_of_8(
     for row in range(8):
         alone = logits(ids[row:row + 1])[0]
         np.testing.assert_allclose(together[row], alone, rtol=0, atol=1e-4)
+
+
+def test_a_large_vocabulary_projection_is_split_into_blocks_with_the_same_tokens(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        make_service: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of at most ``BLOCK_BYTES`` (made small here: the tiny decoder's projection is
+    small) joined on the vocabulary axis: the artifact answers as the source does. The Llama
+    decoder: its projection weight is an initializer of its own (GPT-2's is tied)."""
+    import numpy as np
+
+    from onnx_lambda.build_model import vocab_projection
+    from tests.support import decoders
+
+    decoder_dir = decoders.folder(tmp_path_factory, "llama")
+    source = onnx.load(str(decoder_dir / "model.onnx"))
+    logits = next(n for n in source.graph.node if "logits" in n.output)
+    weight = next(t for t in source.graph.initializer if t.name == logits.input[1])
+    size = weight.dims[0] * weight.dims[1] * 4
+    monkeypatch.setattr(vocab_projection, "BLOCK_BYTES", size // 3 + 1)
+    out = tmp_path / "built"
+    assert build(decoder_dir / "model.onnx", out) == 0
+    manifest = Manifest.load(out)
+    assert manifest.metadata["vocabulary_blocks"] == 3
+    graph = onnx.load(str(out / manifest.model)).graph
+    join = next(n for n in graph.node if "logits" in n.output)
+    assert join.op_type == "Concat" and len(join.input) == 3
+    blocks = {t.name: list(t.dims) for t in graph.initializer if ".block" in t.name}
+    assert sorted(dims[1] for dims in blocks.values()) == sorted(
+        len(part) for part in np.array_split(np.arange(weight.dims[1]), 3))
+    built, reference = make_service(out), make_service(decoder_dir, pipeline="generate")
+    asked = {"temperature": 0, "max_tokens": 16, "details": True}
+    assert predict(built, "Why is the sky blue?", **asked)[1]["details"] == \
+        predict(reference, "Why is the sky blue?", **asked)[1]["details"]
+
+
+def test_a_tied_projection_weight_stays_for_the_node_that_shares_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from onnx_lambda.build_model import vocab_projection
+
+    weight = numpy_helper.from_array(np.zeros((4, 10), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["h", "w"], ["logits"], name="head"),
+             helper.make_node("Transpose", ["w"], ["table"], name="tied")]
+    graph = helper.make_graph(nodes, "g", [], [], [weight])
+    assert vocab_projection.split_projection(graph, graph.node[0]) == 1  # 160 bytes: small
+    monkeypatch.setattr(vocab_projection, "BLOCK_BYTES", 64)
+    assert vocab_projection.split_projection(graph, graph.node[0]) == 3
+    names = {t.name for t in graph.initializer}
+    assert "w" in names and {"w.block0", "w.block1", "w.block2"} <= names
+    assert [n.op_type for n in graph.node] == ["MatMul", "MatMul", "MatMul", "Concat",
+                                               "Transpose"]
