@@ -7,5 +7,5 @@
 ``bench_commands`` (``bench``); ``examples`` are the models
 ``build-model`` makes from scratch. One home each, for tooling and tests: ``extras`` (optional
 dependencies), ``server_process``, ``source_tree``, ``lambda_context``, ``ports``,
-``tiny_models``, ``sizes``, ``stats``.
+``tiny_models``, ``sizes``, ``stats``, ``json_documents``.
 """

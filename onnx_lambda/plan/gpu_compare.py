@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from onnx_lambda import json_documents
 from onnx_lambda.plan.cost import PriceTable
 from onnx_lambda.plan.equal_p99 import Option, cheapest
 from onnx_lambda.plan.flops import Work
@@ -93,13 +94,8 @@ def probe(env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def load_table(path: Path) -> dict[str, Any]:
-    try:
-        table = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GpuTableError(f"{path}: not a readable JSON file ({exc})") from None
-    if not isinstance(table, dict) or table.get("format") != FORMAT:
-        raise GpuTableError(f"{path}: not a GPU table ({FORMAT!r}, from scripts/gpu-check)")
-    return table
+    return json_documents.read(path, FORMAT, GpuTableError,
+                               "a GPU table from scripts/gpu-check")
 
 
 def table_entry(table: Mapping[str, Any], model: str) -> dict[str, Any] | None:

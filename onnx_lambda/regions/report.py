@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from onnx_lambda import json_documents
 
 FORMAT = "onnx-lambda-regions/1"
 WHAT = {"lambda-endpoint": "HTTPS to each region's public Lambda endpoint (GET /, no "
@@ -98,13 +99,8 @@ def network_option(value: str) -> dict[str, float]:
 
 
 def load_network(path: Path) -> dict[str, float]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise RegionsFileError(f"{path}: not a readable regions JSON ({error})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise RegionsFileError(f"{path}: not written by 'onnx-lambda regions --json' "
-                               f"(format {FORMAT!r})")
+    doc = json_documents.read(path, FORMAT, RegionsFileError,
+                              "written by 'onnx-lambda regions --json'")
     found = {r["region"]: float(r["network_ms"]) for r in doc.get("regions", [])
              if r.get("reachable") and r.get("network_ms") is not None}
     if not found:

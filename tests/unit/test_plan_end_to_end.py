@@ -76,5 +76,5 @@ def test_simulate_reports_each_region_against_the_target(tmp_path: Path) -> None
     main([*args, "--network-ms", "40"])  # one figure: one row
     data = json.loads((tmp_path / "simulate-steady.json").read_text())
     assert [r["region"] for r in data["end_to_end"]] == ["given"]
-    with pytest.raises(SystemExit, match="not a readable regions JSON"):
+    with pytest.raises(SystemExit, match="not a readable JSON file"):
         main([*args, "--network-ms", str(tmp_path / "missing.json")])
