@@ -95,7 +95,7 @@ class TextInputs:
     def run(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
         """The session's outputs for the batch ``feeds``: one run, or one per item
         (``item_by_item``)."""
-        if self.alone:
+        if self.alone and feeds["input_ids"].shape[0] > 1:  # (one item has no padding)
             return run_alone(self.model, feeds, self.mask(feeds))
         return self.model.run(dict(feeds))
 

@@ -48,6 +48,7 @@ from onnx_lambda.build_model.errors import AccuracyGateError
 from onnx_lambda.build_model.gate import (
     Accuracy,
     Feeds,
+    Thresholds,
     batch_invariance,
     collect,
     compare,
@@ -56,6 +57,8 @@ from onnx_lambda.build_model.gate import (
 )
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+
+DEFAULT_COSINE = (Thresholds.mean_cosine, Thresholds.min_cosine)
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,12 @@ def build(spec: ModelSpec, target: Path, options: BuildOptions, console: Console
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
-    if options.thresholds.max_abs_error is None and spec.max_abs_error is not None:
-        options = dataclasses.replace(options, thresholds=dataclasses.replace(
-            options.thresholds, max_abs_error=spec.max_abs_error))
+    limits = options.thresholds
+    if limits.max_abs_error is None and spec.max_abs_error is not None:
+        limits = dataclasses.replace(limits, max_abs_error=spec.max_abs_error)
+    if spec.cosine and (limits.mean_cosine, limits.min_cosine) == DEFAULT_COSINE:
+        limits = dataclasses.replace(limits, mean_cosine=spec.cosine[0], min_cosine=spec.cosine[1])
+    options = dataclasses.replace(options, thresholds=limits)
     settings = _quantize_settings(spec, options)
     candidates = _auto_candidates(spec, options, settings)
     with steps.step("inspect"):
