@@ -33,6 +33,11 @@ FILENAME = "model.json"
 DEFAULT_TOKENIZER = "tokenizer.json"  # a text model's ``tokenizer`` option when none is named
 MODEL_SUFFIXES = (".onnx", ".ort")  # what a model file is named (a bare one, or in a folder)
 FORMAT_VERSION = 1
+# The pipeline option that runs each item of a batch alone (``handler.pipelines.text_inputs``),
+# and the pipelines that take it: build-model sets it where the quantization's activation scale
+# spans the batch (dynamic INT8), so that an item's answer never depends on its neighbours.
+ITEM_BY_ITEM = "item_by_item"
+RUNS_ALONE = ("text-embedding", "rerank")
 
 
 class TensorInfo(NamedTuple):

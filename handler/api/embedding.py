@@ -33,7 +33,7 @@ def embed(pipeline: TextEmbeddingPipeline, items: list[Any],
     for start in range(0, len(order), step):
         chosen = order[start:start + step]
         feeds = feeds_of([items[i] for i in chosen])
-        outputs = pipeline.model.run(feeds)
+        outputs = pipeline.run(feeds)
         if encoding == "float" and pipeline.embedding:  # the graph's float32 rows
             counts = [int(sum(row)) for row in pipeline.text.mask(feeds)]
             rows = _rows(outputs[pipeline.embedding])

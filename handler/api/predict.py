@@ -58,7 +58,8 @@ def predict(served: Served, request: Request, params: dict[str, str], timer: Sta
             return _generate(served, inputs, parameters, timer, context)
         feeds = pipeline.preprocess(inputs, parameters)
     timer.mark("decode")
-    outputs = served.model.run(feeds)
+    # tensors as sent run as sent; a pipeline's feeds run as it runs them (item by item, maybe)
+    outputs = served.model.run(feeds) if is_npy else pipeline.run(feeds)
     timer.mark("inference")
     if answer_npy:
         encoded: Response = codecs.npy.encode(outputs, request.query)

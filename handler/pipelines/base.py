@@ -43,6 +43,11 @@ class Pipeline:
     def preprocess(self, inputs: Any, parameters: Mapping[str, Any]) -> dict[str, Tensor]:
         raise NotImplementedError
 
+    def run(self, feeds: dict[str, Any]) -> dict[str, Any]:
+        """``preprocess``'s feeds → the session's outputs (the text pipelines may run a batch
+        item by item: ``text_inputs``)."""
+        return self.model.run(feeds)
+
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Tensor]) -> Any:
         raise NotImplementedError

@@ -20,7 +20,8 @@ Scores are float32, as the model computes them (and TEI answers them).
 
 Options (``pipeline_options``): the tokenizer's (``text_inputs``); ``output`` — the logits
 output (default: the first); ``positive`` — a 2-logit head's relevant class (1);
-``max_texts`` — passages per ``/rerank`` request (256).
+``max_texts`` — passages per ``/rerank`` request (256); ``item_by_item`` — each pair of a batch
+run alone (``text_inputs``: build-model sets it for dynamic INT8).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class RerankPipeline(Pipeline):
         query, texts = check_pair(inputs["query"], inputs["texts"], self.text.max_batch)
         return self.text.feeds_of(self.encode([(query, text) for text in texts]))
 
+    def run(self, feeds: dict[str, Any]) -> dict[str, Any]:
+        return self.text.run(feeds)
+
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Any]) -> Any:
         scores = self.scores(outputs[self.output], raw_scores(parameters))
@@ -108,7 +112,7 @@ class RerankPipeline(Pipeline):
                 check(chosen, encodings)
         scores, tokens = [0.0] * len(pairs), [0] * len(pairs)
         for chosen, encodings in zip(batches, encoded, strict=True):
-            outputs = self.model.run(self.text.feeds_of(encodings))
+            outputs = self.run(self.text.feeds_of(encodings))
             for i, score, encoding in zip(chosen, self.scores(outputs[self.output], raw),
                                           encodings, strict=True):
                 scores[i], tokens[i] = score, sum(encoding.attention_mask)

@@ -15,7 +15,8 @@ float32 text: 4 bytes as 5.3 characters against ~12 for a decimal). ``"float"`` 
 Options (``pipeline_options``): the tokenizer's (``tokenizer``, ``vocabulary``, ``max_length``,
 ``max_batch``: ``text_inputs``); ``output`` — the token-embeddings output (default: the
 first); ``pooling`` — ``mean`` (masked mean over tokens) or ``cls`` (first token);
-``normalize`` — L2-normalise (true).
+``normalize`` — L2-normalise (true); ``item_by_item`` — each text of a batch run alone
+(``text_inputs``: build-model sets it for dynamic INT8, whose activation scale spans the batch).
 A model whose output is already pooled (rank 2) is used as is.
 
 The math is in the graph: ``onnx-lambda build-model`` appends the pooling and the normalisation
@@ -76,6 +77,9 @@ class TextEmbeddingPipeline(Pipeline):
             raise InvalidInputError(f"parameters.encoding_format must be 'float' or 'base64', "
                                     f"got {encoding!r}")
         return self.text.feeds(inputs)
+
+    def run(self, feeds: dict[str, Any]) -> dict[str, Any]:
+        return self.text.run(feeds)
 
     def postprocess(self, outputs: dict[str, Any], parameters: Mapping[str, Any],
                     feeds: Mapping[str, Any]) -> Any:

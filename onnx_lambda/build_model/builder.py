@@ -25,7 +25,8 @@ import onnx
 import onnxruntime as ort
 from rich.console import Console
 
-from handler.manifest import Manifest, takes_text, tokenizer_file
+from handler import pipelines
+from handler.manifest import ITEM_BY_ITEM, RUNS_ALONE, Manifest, takes_text, tokenizer_file
 from onnx_lambda.build_model import (
     decoder_build,
     example,
@@ -47,6 +48,7 @@ from onnx_lambda.build_model.errors import AccuracyGateError
 from onnx_lambda.build_model.gate import (
     Accuracy,
     Feeds,
+    Thresholds,
     batch_invariance,
     collect,
     compare,
@@ -55,6 +57,8 @@ from onnx_lambda.build_model.gate import (
 )
 from onnx_lambda.build_model.progress import Steps
 from onnx_lambda.build_model.spec import BuildOptions, ModelSpec
+
+DEFAULT_COSINE = (Thresholds.mean_cosine, Thresholds.min_cosine)
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,12 @@ def _without_links(spec: ModelSpec, work: Path) -> ModelSpec:
 
 def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: BuildOptions,
            steps: Steps) -> BuildReport:
-    if options.thresholds.max_abs_error is None and spec.max_abs_error is not None:
-        options = dataclasses.replace(options, thresholds=dataclasses.replace(
-            options.thresholds, max_abs_error=spec.max_abs_error))
+    limits = options.thresholds
+    if limits.max_abs_error is None and spec.max_abs_error is not None:
+        limits = dataclasses.replace(limits, max_abs_error=spec.max_abs_error)
+    if spec.cosine and (limits.mean_cosine, limits.min_cosine) == DEFAULT_COSINE:
+        limits = dataclasses.replace(limits, mean_cosine=spec.cosine[0], min_cosine=spec.cosine[1])
+    options = dataclasses.replace(options, thresholds=limits)
     settings = _quantize_settings(spec, options)
     candidates = _auto_candidates(spec, options, settings)
     with steps.step("inspect"):
@@ -220,6 +227,8 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
         calibration = [*parts.tune, *([] if extra else options.calibration)]
         current = _quantize(current, work, settings, candidates, evaluate, options, steps,
                             metadata, calibration, feeds)
+        if _runs_alone(metadata, spec.pipeline):  # declared, not guessed at serve time
+            pipeline_options.setdefault(ITEM_BY_ITEM, True)
     with steps.step("optimize" if options.optimize else "package") as note:
         final = shipped(current)
         if final is None:
@@ -254,11 +263,15 @@ def _build(spec: ModelSpec, target: Path, staging: Path, work: Path, options: Bu
                                     spec.source.stat().st_size, feeds)
         after, model = measure.figures(measure.load_folder, staging,
                                        measure.folder_size(staging), feeds)
-        accuracy = compare(judge_reference, collect(model.run, parts.judge, comparable),
+        # as served: through the pipeline's run where it runs each item alone
+        alone = pipeline_options.get(ITEM_BY_ITEM) is True
+        run = pipelines.load(spec.pipeline, model, pipeline_options).run if alone else model.run
+        accuracy = compare(judge_reference, collect(run, parts.judge, comparable),
                            classifier=spec.classifier).on(parts.describe())
         note(f"as the runtime loads it: {accuracy.describe()}")
-        invariance = batch_invariance(model.run, parts.judge, comparable)
-        note(invariance.describe())
+        invariance = batch_invariance(run, parts.judge, comparable)
+        note(invariance.describe() + (f" ({ITEM_BY_ITEM}: the pipeline runs each item alone)"
+                                      if alone else ""))
         failures = accuracy.failures(options.thresholds)
         quantized = metadata.get("quantization", {}).get("type", "none") != "none"
         if invariance.fails(options.thresholds) and quantized and options.quantize in (None,
@@ -322,6 +335,15 @@ def _quantize(current: Path, work: Path, settings: quantize.QuantizeSettings,
         kind = "dynamic-int8" if settings.method == "int8-dynamic" else settings.method
         metadata["quantization"] = {"type": kind, "method": settings.label, **applied}
         return path
+
+
+def _runs_alone(metadata: dict[str, object], pipeline: str) -> bool:
+    """Whether the chosen quantization shares an activation scale across the batch on a
+    pipeline that can then run each item alone (``handler.manifest.RUNS_ALONE``)."""
+    quantization = metadata.get("quantization")
+    method = quantization.get("method") if isinstance(quantization, dict) else None
+    return (pipeline in RUNS_ALONE and method in quant_methods.BY_LABEL
+            and not quant_methods.BY_LABEL[method].batch_invariant)
 
 
 def _batch_one(feeds: Feeds) -> Feeds:

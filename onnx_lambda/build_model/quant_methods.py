@@ -6,7 +6,8 @@ its tests.
 
 - ``int8-dynamic``: weights int8 offline, activations quantized at run time with one scale per
   tensor, across the whole batch (``DynamicQuantizeLinear`` → ``MatMulInteger``): an item's
-  answer depends on its batch neighbours, so it is never a default (``batch_invariant``).
+  answer depends on its batch neighbours (``batch_invariant``), so it is a default only for the
+  pipelines that then run each item alone (``handler.manifest.RUNS_ALONE``, ``item_by_item``).
 - ``int8-mixed``: ``int8-dynamic`` where the gate allows, the left-out MatMuls in 8-bit weight
   blocks (batch-dependent like int8-dynamic).
 - ``int8-static``: QDQ int8 weights and activations, ranges calibrated (min/max) on the
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handler.manifest import RUNS_ALONE
 from onnx_lambda.build_model import quant_writers as writers
 
 if TYPE_CHECKING:  # the CLI reads the records at start-up: the quantizers load on use only
@@ -86,8 +88,12 @@ class Method:
 
     def serves(self, pipeline: str) -> bool:
         """Whether it may be a default (``auto``'s or an example's) for ``pipeline``: every
-        served pipeline batches, so only batch-invariant methods; a decoder takes weight-only."""
-        return self.decoder if pipeline == "generate" else self.batch_invariant
+        served pipeline batches, so only batch-invariant methods, or a batch-dependent one
+        where the pipeline runs each item alone (``RUNS_ALONE``: the build declares it in the
+        manifest); a decoder takes weight-only."""
+        if pipeline == "generate":
+            return self.decoder
+        return self.batch_invariant or pipeline in RUNS_ALONE
 
 
 def _dynamic(job: Job) -> None:

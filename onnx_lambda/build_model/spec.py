@@ -29,6 +29,9 @@ class ModelSpec:
     reference: np.ndarray | Rows | None = None  # gate reference rows; None = the fp32 model's
     classifier: bool = False  # gate top-1 agreement too
     max_abs_error: float | None = None  # the gate's, when the command line sets none
+    # the gate's mean / min cosine where the command line keeps the defaults (an example that
+    # promises more than 0.99 / 0.98: minilm)
+    cosine: tuple[float, float] | None = None
     quantize: QuantizeSettings | None = None  # the default when the command line is silent
     # The default when the command line names no method: ``auto`` over these candidates for
     # the objective (variants known to fit the architecture; ``--quantize auto`` tries the

@@ -60,3 +60,23 @@ def test_a_user_models_gate_says_it_judged_synthetic_samples(
     assert built["batch_invariance"] >= 0.99999
     err = " ".join(capsys.readouterr().err.split())
     assert "judged on synthetic inputs only" in err and "--calibration" in err
+
+
+def test_an_examples_stricter_cosine_gate_applies_unless_the_command_line_sets_one(
+        tmp_path: Path) -> None:
+    """``ModelSpec.cosine`` (minilm: 0.995 / 0.99) replaces the default 0.99 / 0.98, not a
+    gate the command line set: here a promise no quantized model keeps (a cosine of 1.0 to
+    the last bit is refused) fails the build, and an explicit --min-cosine wins over it."""
+    from dataclasses import replace
+
+    from onnx_lambda.build_model.gate import Thresholds
+
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=128, hidden=256, classes=10)
+    console = Console(file=io.StringIO(), width=200)
+    strict = replace(spec(source, 0.05), cosine=(1.0, 1.0), quantize=QuantizeSettings(
+        method="int8-weights", op_types=("MatMul",), max_fp32_nodes=0))
+    with pytest.raises(AccuracyGateError, match=r"< 1\.0"):
+        build(strict, tmp_path / "strict", BuildOptions(), console)
+    report = build(strict, tmp_path / "given", BuildOptions(thresholds=Thresholds(0.98, 0.95)),
+                   console)
+    assert report.accuracy.min_cosine is not None and report.accuracy.min_cosine < 1.0

@@ -196,3 +196,28 @@ def chain(path: Path, *, layers: int = 12, width: int = 64, seed: int = 0) -> Pa
                   helper.make_node("Tanh", [f"m{i}"], [f"t{i}" if i < layers - 1 else "y"])]
         current = f"t{i}"
     return save(helper.make_graph(nodes, "chain", [x], [y], inits), path)
+
+
+def rows_through(path: Path, *, projection: np.ndarray | None = None) -> Path:
+    """A model of this module whose token rows come from a ``Gather`` into ``rows``
+    (``token_embeddings``, ``cross_encoder``), rewritten in place: the rows times
+    ``projection`` (a MatMul with a constant weight, for the quantizers), or, without one,
+    shifted by their largest absolute value over the whole batch — an item's answer then
+    depends on its neighbours and their padding, as under dynamic INT8's one activation scale
+    per tensor (a shift, not a scale: normalised vectors would not see a scale)."""
+    model = onnx.load(str(path))
+    index, gather = next((i, n) for i, n in enumerate(model.graph.node) if n.output[0] == "rows")
+    gather.output[0] = "rows.raw"
+    if projection is not None:
+        model.graph.initializer.append(_weight("projection", projection))
+        added = [helper.make_node("MatMul", ["rows.raw", "projection"], ["rows"],
+                                  name="projection")]
+    else:
+        added = [helper.make_node("Abs", ["rows.raw"], ["rows.abs"]),
+                 helper.make_node("ReduceMax", ["rows.abs"], ["rows.max"], keepdims=1),
+                 helper.make_node("Add", ["rows.raw", "rows.max"], ["rows"])]
+    for offset, node in enumerate(added, start=1):
+        model.graph.node.insert(index + offset, node)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from handler.manifest import RUNS_ALONE
 from onnx_lambda.build_model import decoder_build, gate, quant_auto, quant_methods
 from onnx_lambda.build_model.quantize import QuantizeSettings
 from onnx_lambda.cli import build_parser
@@ -28,14 +29,19 @@ def test_every_record_is_on_the_command_line_with_its_one_line() -> None:
     assert list(algos.choices) == [r.algo for r in quant_methods.RECORDS if r.algo]
 
 
-def test_auto_never_tries_a_batch_dependent_method_for_a_served_pipeline() -> None:
-    """Dynamic INT8 shares one activation scale across the batch: not a default anywhere that
-    batches (every served pipeline), while ``--quantize int8-dynamic`` still names it."""
-    for pipeline in ("tensor", "classifier", "text-embedding", "rerank"):
+def test_auto_tries_a_batch_dependent_method_only_where_the_pipeline_runs_items_alone() -> None:
+    """Dynamic INT8 shares one activation scale across the batch: not a default for a pipeline
+    that runs a batch as one (the tensor and classifier pipelines), while ``--quantize
+    int8-dynamic`` still names it; the text-embedding and rerank pipelines can run each item
+    alone (``item_by_item``, which the build then declares), so auto may try it there."""
+    for pipeline in ("tensor", "classifier"):
         for objective in ("latency", "size"):
             tried = quant_methods.tries(objective, pipeline)
             assert tried and all(r.batch_invariant for r in tried)
             assert "int8-dynamic" not in [r.label for r in tried]
+    assert set(RUNS_ALONE) == {"text-embedding", "rerank"}
+    for pipeline in RUNS_ALONE:
+        assert "int8-dynamic" in [r.label for r in quant_methods.tries("latency", pipeline)]
     labels = [s.label for s in quant_auto.menu(QuantizeSettings(), "latency", "tensor")]
     assert labels == [r.label for r in quant_methods.tries("latency", "tensor")]
     assert quant_methods.record("int8-dynamic").batch_invariant is False

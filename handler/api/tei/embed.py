@@ -111,7 +111,7 @@ def embed(served: Served, request: Request, params: dict[str, str], timer: Stage
             items = [row[-text.max_length:] for row in items]
         feeds = embedding.id_feeds(pipeline, items)
     timer.mark("decode")
-    answer = pipeline.postprocess(served.model.run(feeds), {}, feeds)
+    answer = pipeline.postprocess(pipeline.run(feeds), {}, feeds)
     timer.mark("inference")
     vectors = answer["embeddings"]
     if dimensions is not None:
