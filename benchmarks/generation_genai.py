@@ -113,13 +113,6 @@ def genai_threads(export: Path, threads: int, dest: Path) -> Path:
     return dest
 
 
-def prompts(pipeline: Any, lengths: list[int]) -> dict[int, list[int]]:
-    text = " ".join(SENTENCES * (1 + max(lengths) // 8))
-    ids = pipeline.encode(text)
-    return {n: pipeline.encode(pipeline.tokenizer.decode(ids[:n], skip_special_tokens=True))
-            for n in lengths}
-
-
 def throughput(name: str, folders: dict[str, Path], threads: int, args: argparse.Namespace
                ) -> list[str]:
     """Each target in processes of its own (``benchmarks.target_worker``: where a process's

@@ -13,7 +13,7 @@ takes the load order out of the comparison.
 
 reads one JSON request a line on stdin, ``{"prompt": [ids], "new_tokens": n}`` (a generation,
 answered with ``generation_targets.Run``'s fields) or ``{"encode": [lengths]}`` (``ours`` only:
-prompt ids of those lengths, see ``generation_genai.prompts``), and answers one JSON line each.
+prompt ids of those lengths, ``prompts``), and answers one JSON line each.
 ``Worker`` is the parent's side.
 """
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.generation_targets import Run, Target, genai, ours, service, timed
+from onnx_lambda.examples.sentences import SENTENCES
 
 
 class Worker:
@@ -62,9 +63,15 @@ class Worker:
         self.process.wait(timeout=60)
 
 
-def _serve(kind: str, folder: Path, threads: int) -> None:
-    from benchmarks.generation_genai import prompts
+def prompts(pipeline: Any, lengths: list[int]) -> dict[int, list[int]]:
+    """The fixed sentences cut at each length (and re-encoded: ids a tokenizer gives back)."""
+    text = " ".join(SENTENCES * (1 + max(lengths) // 8))
+    ids = pipeline.encode(text)
+    return {n: pipeline.encode(pipeline.tokenizer.decode(ids[:n], skip_special_tokens=True))
+            for n in lengths}
 
+
+def _serve(kind: str, folder: Path, threads: int) -> None:
     answers = os.fdopen(os.dup(1), "w")  # the JSON lines; anything else printed goes to stderr
     os.dup2(2, 1)
     sys.stdout = sys.stderr
