@@ -80,7 +80,7 @@ def torch_export(checkpoint: Path, out: Path, position_ids: bool = True,
     """``checkpoint`` exported with ``torch.onnx`` to ``out/model.onnx`` in optimum's layout,
     with or without ``position_ids``. ``dynamo=False``: the TorchScript exporter, as optimum's
     own ``export onnx`` uses it (SmolLM2-135M: 19 s of CPU against the dynamo exporter's
-    ~150, the same logits within 7e-5; for a test's optimum-style folder)."""
+    ~210, the same logits within 7e-5; for a test's optimum-style folder)."""
     import torch
 
     from onnx_lambda.examples.decoder import flat_model
