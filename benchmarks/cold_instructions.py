@@ -31,6 +31,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks import cold
@@ -82,16 +84,25 @@ def main_thread(program: str, env: dict[str, str], folder: Path) -> int:
     return int(found.group(1))
 
 
-def measure(subject: Subject, memory_mb: int, repeat: int) -> dict[str, int]:
-    """Each target's main-thread instructions (the fewest of ``repeat`` runs, interleaved)."""
+def measure(subject: Subject, memory_mb: int, repeat: int, only: Collection[str] = (),
+            jobs: int = 1) -> dict[str, int]:
+    """Each target's main-thread instructions (the fewest of ``repeat`` runs, interleaved);
+    ``only``: these targets (default: all). ``jobs``: callgrind processes side by side (a
+    count is one thread's own instructions, the same whatever runs beside it)."""
     compile_shipped()
     env = {**subject.environment(memory_mb), "ONNX_LAMBDA_LOG_LEVEL": "warning"}
+    targets = [(name, program, variables) for name, (program, variables)
+               in statements(subject, memory_mb).items() if not only or name in only]
+
+    def count(target: tuple[str, str, dict[str, str]]) -> int:
+        with tempfile.TemporaryDirectory() as folder:
+            return main_thread(target[1], {**env, **target[2]}, Path(folder))
+
     best: dict[str, int] = {}
-    for _ in range(repeat):
-        for name, (program, variables) in statements(subject, memory_mb).items():
-            with tempfile.TemporaryDirectory() as folder:
-                count = main_thread(program, {**env, **variables}, Path(folder))
-            best[name] = min(best.get(name, count), count)
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for _ in range(repeat):
+            for (name, _, _), found in zip(targets, pool.map(count, targets), strict=True):
+                best[name] = min(best.get(name, found), found)
     return best
 
 

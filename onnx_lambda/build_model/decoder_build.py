@@ -324,29 +324,31 @@ class _Runner:
         finally:
             cache.close()
 
-    def forced(self, prompt: list[int], reference: list[int]) -> float:
+    def forced(self, prompt: list[int], reference: list[int]) -> list[bool]:
+        """Whether this model's greedy choice equals ``reference``'s next token, at each
+        position, reading the prompt and then the reference tokens one by one."""
         cache = self._cache(len(prompt) + len(reference))
         try:
             cache.forward(prompt)
-            hits = 0
+            hits = []
             for token in reference:
-                hits += self._choose(cache) == token
+                hits.append(self._choose(cache) == token)
                 cache.forward([token])
-            return hits / len(reference)
+            return hits
         finally:
             cache.close()
 
     def agreement(self, prompts: list[list[int]], references: list[list[int]]) -> Agreement:
-        forced = [self.forced(p, r) for p, r in zip(prompts, references, strict=True)]
-        prefixes = []
-        for prompt, reference in zip(prompts, references, strict=True):
-            own = self.greedy(prompt, len(reference))
-            same = next((i for i, (a, b) in enumerate(zip(own, reference, strict=True))
-                         if a != b), len(reference))
-            prefixes.append(same / len(reference))
-        positions = sum(len(r) for r in references)
-        return Agreement(sum(f * len(r) for f, r in zip(forced, references, strict=True))
-                         / positions, sum(prefixes) / len(prefixes), min(forced), positions)
+        """Teacher-forced agreement, and the free-running prefix read off the same pass: up to
+        the first miss the model's own tokens are the reference's, so a free-running decode
+        makes the same forward calls on a cache of the same length (``greedy``) and the same
+        choices, the miss included."""
+        hits = [self.forced(p, r) for p, r in zip(prompts, references, strict=True)]
+        prefixes = [next((i for i, hit in enumerate(h) if not hit), len(h)) / len(h)
+                    for h in hits]
+        positions = sum(len(h) for h in hits)
+        return Agreement(sum(map(sum, hits)) / positions, sum(prefixes) / len(prefixes),
+                         min(sum(h) / len(h) for h in hits), positions)
 
     def timer(self, prompt: list[int], count: int) -> Callable[[], float]:
         """A function that decodes ``count`` greedy tokens and returns their median ms."""

@@ -123,12 +123,11 @@ def test_tracing_off_keeps_the_x_ray_sdk_and_powertools_off_the_cold_path(
 
 
 def test_a_generative_model_loads_its_tokenizer_and_jinja2_but_no_numpy(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     """A built decoder (the generate pipeline, warm-up included): tokenizers' extension and
-    jinja2 for its chat template are its extra imports; numpy and the binding stay out."""
-    source = decoders.folder(tmp_path_factory, "llama") / "model.onnx"
-    assert main(["build-model", str(source), "-o", str(tmp_path / "decoder")]) == 0
-    loaded, library, binding, numpy = probe(tmp_path / "decoder")
+    jinja2 for its chat template are its extra imports; numpy and the binding stay out. (The
+    run's shared build: ``build-model`` with defaults, as the other generate tests serve it.)"""
+    loaded, library, binding, numpy = probe(decoders.built(tmp_path_factory, "llama"))
     assert "handler.pipelines.generate" in loaded and "jinja2" in loaded and library
     assert loaded.isdisjoint(set(HEAVY) - {"tokenizers"}), sorted(loaded & set(HEAVY))
     assert not binding and not numpy
