@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from benchmarks import generation_genai
+from benchmarks import decoder_quant, generation_genai
+from onnx_lambda.build_model import quant_methods
 
 
 def test_generation_genai_reports_every_row(tmp_path_factory: pytest.TempPathFactory,
@@ -32,3 +33,19 @@ def test_generation_genai_reports_every_row(tmp_path_factory: pytest.TempPathFac
     cold = [line for line in out.splitlines() if line.startswith("| tiny (")]
     assert {line.split("|")[2].strip() for line in cold} == {
         "ours", "onnxruntime-genai", "C-API floor"}
+
+
+def test_decoder_quant_reports_every_decoder_method(tmp_path_factory: pytest.TempPathFactory,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.decoder_quant`` on the tiny decoder's genai export: a row for fp32
+    and for every decoder method, each timed in a process of its own. No timing is asserted."""
+    workdir = tmp_path_factory.getbasetemp() / "generation-genai-bench"  # (shared with the above)
+    folders = generation_genai.prepare("tiny", workdir)
+    assert decoder_quant.main([str(folders["genai"]), "--tokens", "4", "--rounds", "1"]) == 0
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    want = {"fp32"} | {r.label for r in quant_methods.RECORDS if r.decoder and not (
+        r.needs and quant_methods.missing_package(r.method, r.algo))}
+    assert {row[0] for row in rows} == want
+    assert all(0.0 <= float(row[1]) <= 1.0 and row[4].endswith("×") for row in rows)
+
