@@ -3,10 +3,13 @@
 The exporter: onnxruntime-genai's model builder when it is importable (the ``build-llm`` extra:
 ``python -m onnxruntime_genai.models.builder -i CHECKPOINT -o OUT -p fp32 -e cpu``; it fuses
 attention into ``GroupQueryAttention`` and the norms, the graph genai itself runs), else
-``torch.onnx`` (dynamo) in optimum's layout (``torch_export``: ``input_ids``,
-``attention_mask``, optionally ``position_ids``, ``past_key_values.N.key|value`` → ``logits``,
-``present.N.key|value``). A build from a checkpoint always takes fp32 here; ``--quantize int4``
-quantizes the export afterwards behind the generation gate.
+``torch.onnx`` in optimum's layout (``torch_export``: ``input_ids``, ``attention_mask``,
+optionally ``position_ids``, ``past_key_values.N.key|value`` → ``logits``,
+``present.N.key|value``): first its TorchScript exporter, as optimum's own ``export onnx`` runs
+it (SmolLM2-135M: ~20 s of CPU), and only where that fails or its export fails the check, the
+dynamo exporter (~210 s; torch's future default, and the one that traces what TorchScript
+cannot). A build from a checkpoint always takes fp32 here; ``--quantize int4`` quantizes the
+export afterwards behind the generation gate.
 
 The check (``check``): transformers and the export read the same tokens; the prefill's logits
 at every position and one decode step's (the export's own cache fed back) must agree within
@@ -18,12 +21,14 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import shutil
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handler.model import first_line
 from onnx_lambda.build_model.errors import BuildError
 
 if TYPE_CHECKING:
@@ -51,17 +56,35 @@ def export(checkpoint: Path, workdir: Path, console: Console) -> tuple[Path, dic
             raise BuildError(f"{checkpoint}: onnxruntime-genai's builder failed ({last[0]}): "
                              f"run `{' '.join(command[1:])}` to see why")
         exporter = {"name": "onnxruntime-genai", "version": version("onnxruntime-genai")}
+        worst, scale = check(checkpoint, out / "model.onnx")
     else:
         console.print(f"    exporting {checkpoint} with torch.onnx (onnxruntime-genai is not "
                       "installed: pip install 'onnx-lambda[build-llm]' for its fused graph)",
                       highlight=False)
-        torch_export(checkpoint, out)
-        exporter = {"name": "torch.onnx"}
-    worst, scale = check(checkpoint, out / "model.onnx")
+        exporter, (worst, scale) = _torch_export_checked(checkpoint, out, console)
     console.print(f"    logits vs transformers: max abs diff {worst:.2g} (scale {scale:.3g}, "
                   f"tolerance {TOLERANCE} of it)", highlight=False)
     return out / "model.onnx", {**exporter, "checkpoint": checkpoint.name,
                                 "max_abs_diff": float(f"{worst:.3g}"), "tolerance": TOLERANCE}
+
+
+def _torch_export_checked(checkpoint: Path, out: Path, console: Console
+                          ) -> tuple[dict[str, Any], tuple[float, float]]:
+    """TorchScript's export if it exports and passes the check, else dynamo's; → what made it
+    and its check."""
+    try:
+        torch_export(checkpoint, out, dynamo=False)
+        worst, scale = check(checkpoint, out / "model.onnx")
+        how = "torchscript"
+    except Exception as exc:  # any failure of the fast exporter (a trace it cannot take, a torch
+        # without it, a wrong graph the check refuses) leaves the slow one to try
+        console.print(f"    torch.onnx's TorchScript exporter failed ({first_line(exc)}): "
+                      "exporting with its dynamo exporter", highlight=False)
+        shutil.rmtree(out, ignore_errors=True)
+        torch_export(checkpoint, out, dynamo=True)
+        worst, scale = check(checkpoint, out / "model.onnx")
+        how = "dynamo"
+    return {"name": "torch.onnx", "exporter": how}, (worst, scale)
 
 
 def _transformers(checkpoint: Path) -> tuple[Any, Any]:
@@ -80,7 +103,7 @@ def torch_export(checkpoint: Path, out: Path, position_ids: bool = True,
     """``checkpoint`` exported with ``torch.onnx`` to ``out/model.onnx`` in optimum's layout,
     with or without ``position_ids``. ``dynamo=False``: the TorchScript exporter, as optimum's
     own ``export onnx`` uses it (SmolLM2-135M: 19 s of CPU against the dynamo exporter's
-    ~210, the same logits within 7e-5; for a test's optimum-style folder)."""
+    ~210, the same logits within 7e-5)."""
     import torch
 
     from onnx_lambda.examples.decoder import flat_model

@@ -125,11 +125,12 @@ def test_the_manifest_names_the_exporter_and_the_weights_ship_once(route: str,
 def test_an_export_without_position_ids_matches_transformers(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     """optimum's layout without ``position_ids`` (the positions follow from the mask): the
-    export the build's check accepts, within its tolerance of transformers."""
+    export the build's check accepts, within its tolerance of transformers. TorchScript's, what
+    a build without onnxruntime-genai tries first (the dynamo fallback: test_llm_export.py)."""
     from onnx_lambda.build_model.llm_export import TOLERANCE, check, torch_export
 
     checkpoint = smollm2.checkpoint(tmp_path_factory)
-    torch_export(checkpoint, tmp_path, position_ids=False)
+    torch_export(checkpoint, tmp_path, position_ids=False, dynamo=False)
     import onnx
 
     inputs = [i.name for i in onnx.load(str(tmp_path / "model.onnx"),

@@ -54,10 +54,22 @@ def transformers_greedy(kind: str, prompt_ids: list[int], new_tokens: int) -> li
     return tokens
 
 
-def genai_export(factory: pytest.TempPathFactory, kind: str = "llama") -> Path:
+def checkpoint(factory: pytest.TempPathFactory, kind: str = "llama") -> Path:
     """The tiny ``kind`` decoder (the weights ``torch_model`` holds) saved as a Hugging Face
-    checkpoint and exported by onnxruntime-genai's own builder (``GroupQueryAttention``, a
-    symbolic cache head size, ``genai_config.json``), made once."""
+    checkpoint folder with its tokenizer files, made once per worker."""
+    path = factory.getbasetemp() / f"checkpoint-{kind}"
+    if (path / "tokenizer_config.json").exists():
+        return path
+    torch_model(kind).save_pretrained(path)  # type: ignore[attr-defined]
+    exported = folder(factory, kind)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (path / name).write_bytes((exported / name).read_bytes())
+    return path
+
+
+def genai_export(factory: pytest.TempPathFactory, kind: str = "llama") -> Path:
+    """The tiny ``kind`` decoder's ``checkpoint`` exported by onnxruntime-genai's own builder
+    (``GroupQueryAttention``, a symbolic cache head size, ``genai_config.json``), made once."""
     import json
     import os
     import subprocess
@@ -66,14 +78,9 @@ def genai_export(factory: pytest.TempPathFactory, kind: str = "llama") -> Path:
     path = factory.getbasetemp() / f"genai-{kind}"
     if (path / "genai_config.json").exists():
         return path
-    checkpoint = factory.getbasetemp() / f"checkpoint-{kind}"
-    torch_model(kind).save_pretrained(checkpoint)  # type: ignore[attr-defined]
-    exported = folder(factory, kind)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        (checkpoint / name).write_bytes((exported / name).read_bytes())
     subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i",
-                    str(checkpoint), "-o", str(path), "-p", "fp32", "-e", "cpu"], check=True,
-                   capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                    str(checkpoint(factory, kind)), "-o", str(path), "-p", "fp32", "-e", "cpu"],
+                   check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert json.loads((path / "genai_config.json").read_text())["search"][
         "past_present_share_buffer"] is True
     return path

@@ -76,8 +76,7 @@ def export(factory: pytest.TempPathFactory, route: str) -> Path:
         from onnx_lambda.build_model.llm_export import torch_export
 
         # the TorchScript exporter, as optimum's own export uses it: seconds where the dynamo
-        # exporter takes minutes (test_bring_your_own_llm's export without position_ids runs
-        # torch_export's dynamo path, what a build without onnxruntime-genai runs)
+        # exporter takes minutes (dynamo, a build's fallback: tests/functional/test_llm_export.py)
         torch_export(source, out, dynamo=False)
         for name in ("config.json", "tokenizer.json", "tokenizer_config.json",
                      "chat_template.jinja", "generation_config.json"):
