@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from rich.console import Console
 
 from handler import pipelines
@@ -353,11 +352,7 @@ def _batch_one(feeds: Feeds) -> Feeds:
 
 def _runner(model: Path | bytes) -> Callable[[Feeds], dict[str, np.ndarray]]:
     """A session on a file or a serialized model."""
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return signature.runner(ort.InferenceSession(
-        str(model) if isinstance(model, Path) else model, options,
-        providers=["CPUExecutionProvider"]))
+    return signature.runner(signature.cpu_session(model))
 
 
 def _quantize_settings(spec: ModelSpec, options: BuildOptions) -> quantize.QuantizeSettings | None:

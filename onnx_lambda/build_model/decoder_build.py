@@ -383,10 +383,8 @@ def _tokenizer(path: Path) -> Any:
 
 
 def _session(source: Path) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
     try:
-        return ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        return signature.cpu_session(source)
     except Exception as exc:  # onnxruntime's own exception types: any load failure
         raise InvalidModelError(f"{source}: onnxruntime cannot load it: {exc}") from None
 

@@ -181,16 +181,15 @@ def check(checkpoint: Path, model_path: Path) -> tuple[float, float]:
     """(the largest |difference|, the scale) of the export's logits to transformers' over a
     prefill and a decode step; raises ``BuildError`` past ``TOLERANCE`` × scale."""
     import numpy as np
-    import onnxruntime as ort
     import torch
+
+    from onnx_lambda.build_model.signature import cpu_session
 
     model, tokenizer = _transformers(checkpoint)
     ids = tokenizer(PROMPT)["input_ids"]
     with torch.inference_mode():
         want = model(torch.tensor([ids])).logits[0].numpy()
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    session = cpu_session(model_path)
     names = {i.name: i for i in session.get_inputs()}
     heads, size = _cache_shape(model.config)
     kv_type = np.float16 if "float16" in names["past_key_values.0.key"].type else np.float32

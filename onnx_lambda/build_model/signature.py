@@ -60,6 +60,15 @@ def load(path: Path, model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def cpu_session(model: Path | bytes) -> ort.InferenceSession:
+    """A session on the CPU provider (a file or a serialized model), onnxruntime's log at errors
+    only: the build prints its own lines."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(model) if isinstance(model, Path) else model, options,
+                                providers=["CPUExecutionProvider"])
+
+
 def check_runnable(path: Path, model: onnx.ModelProto, serialized: bytes | None = None
                    ) -> ort.InferenceSession:
     """A session on the CPU provider, or a clear error naming the operators it cannot run.

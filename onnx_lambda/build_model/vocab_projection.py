@@ -20,6 +20,7 @@ from typing import Any
 
 from handler.generation.layout import DecoderLayout
 from onnx_lambda.build_model.llm_package import save
+from onnx_lambda.build_model.signature import cpu_session
 
 BLOCK_BYTES = 32 << 20  # a block's weight at most: the load's peak above the weights
 
@@ -97,8 +98,8 @@ def last_position_logits(source: Path, target: Path, layout: DecoderLayout) -> i
     save(model, target)
     feeds = _prefill_feeds(layout, 5)
     try:
-        want = _session(source).run(["logits"], feeds)[0][:, -1:]
-        got = _session(target).run(["logits"], feeds)[0]
+        want = cpu_session(source).run(["logits"], feeds)[0][:, -1:]
+        got = cpu_session(target).run(["logits"], feeds)[0]
     except Exception:  # onnxruntime's own errors: the rewrite does not fit this graph
         return 0
     same = got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -117,11 +118,3 @@ def _prefill_feeds(layout: DecoderLayout, count: int) -> dict[str, Any]:
     empty = np.zeros((1, layout.kv_heads, 0, layout.head_dim), layout.kv_dtype)
     feeds.update(dict.fromkeys(layout.inputs()[len(feeds):], empty))
     return feeds
-
-
-def _session(path: Path) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
