@@ -1,10 +1,11 @@
 """A checkpoint exported without onnxruntime-genai (``llm_export.export``'s torch path):
 torch.onnx's TorchScript exporter first, its dynamo exporter where that fails; each export
-checked against transformers and named in the manifest's ``exporter``. On the tiny test llama
-(seed 0)."""
+checked against transformers and named in the manifest's ``exporter``; and ``build-model
+CHECKPOINT`` that way, end to end, served. On the tiny test llama (seed 0)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,10 @@ import onnx
 import pytest
 from rich.console import Console
 
+from handler.manifest import Manifest
 from onnx_lambda.build_model import llm_export
+from onnx_lambda.cli import main
+from tests.functional.test_generate import predict
 from tests.support import decoders
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -67,3 +71,21 @@ def test_a_failing_torchscript_export_falls_back_to_dynamo(
     assert "TorchScript exporter failed (the TorchScript exporter is gone)" in " ".join(
         printed.split())
     onnx.checker.check_model(str(path))  # the dynamo export, not the half-written file
+
+
+@pytest.mark.usefixtures("without_genai")
+def test_build_model_on_a_checkpoint_without_genai_serves_transformers_tokens(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
+        make_service: Callable[..., Any]) -> None:
+    """The checkpoint folder as SOURCE on a machine without onnxruntime-genai: exported by
+    TorchScript, built, and served greedy tokens equal to transformers' own generate."""
+    out = tmp_path / "built"
+    assert main(["build-model", str(decoders.checkpoint(tmp_path_factory)), "-o", str(out)]) == 0
+    exporter = Manifest.load(out).metadata["exporter"]
+    assert (exporter["name"], exporter["exporter"]) == ("torch.onnx", "torchscript")
+    service = make_service(out)
+    for prompt in decoders.PROMPTS:
+        status, body = predict(service, prompt, temperature=0, max_tokens=12, details=True)
+        assert status == 200, body
+        ids = body["details"]["prompt_token_ids"]
+        assert body["details"]["token_ids"] == decoders.transformers_greedy("llama", ids, 12)
