@@ -60,11 +60,14 @@ def load(path: Path, model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def cpu_session(model: Path | bytes) -> ort.InferenceSession:
+def cpu_session(model: Path | bytes, level: ort.GraphOptimizationLevel | None = None
+                ) -> ort.InferenceSession:
     """A session on the CPU provider (a file or a serialized model), onnxruntime's log at errors
-    only: the build prints its own lines."""
+    only: the build prints its own lines. ``level``: the graph optimization (default: all)."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if level is not None:
+        options.graph_optimization_level = level
     return ort.InferenceSession(str(model) if isinstance(model, Path) else model, options,
                                 providers=["CPUExecutionProvider"])
 
@@ -75,12 +78,9 @@ def check_runnable(path: Path, model: onnx.ModelProto, serialized: bytes | None 
     ``serialized``: ``model`` in memory (not saved at ``path``, which the errors name)."""
     foreign = sorted({f"{n.domain}:{n.op_type}" for n in model.graph.node
                       if n.domain not in _KNOWN_DOMAINS})
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
-        return ort.InferenceSession(str(path) if serialized is None else serialized, options,
-                                    providers=["CPUExecutionProvider"])
+        return cpu_session(path if serialized is None else serialized,
+                           ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented
         first = str(exc).strip().splitlines()[0][:400]
         if foreign:

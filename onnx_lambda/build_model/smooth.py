@@ -150,17 +150,15 @@ def _activations(model: onnx.ModelProto, tensors: list[str],
         return {}
     import onnxruntime as ort
 
+    from onnx_lambda.build_model.signature import cpu_session
+
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     present = {o.name for o in probe.graph.output}
     probe.graph.output.extend(helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, None)
                               for t in tensors if t not in present)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
     # Basic level: constant folding only, so no fusion swallows a tensor made an output.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    session = ort.InferenceSession(probe.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
+    session = cpu_session(probe.SerializeToString(), ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     rows: dict[str, list[np.ndarray]] = {}
     for feeds in calibration:
         for name, value in zip(tensors, session.run(tensors, feeds), strict=True):

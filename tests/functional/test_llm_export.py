@@ -59,7 +59,7 @@ def test_a_failing_torchscript_export_falls_back_to_dynamo(
                        dynamo: bool = True) -> None:
         tried.append(dynamo)
         if not dynamo:
-            (out / "model.onnx").parent.mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
             (out / "model.onnx").write_bytes(b"half-written")
             raise RuntimeError("the TorchScript exporter is gone\nstack")
         real(checkpoint, out, position_ids, dynamo)
