@@ -59,11 +59,15 @@ class QuantizeError(BuildError):
     """A quantization method produced a model onnxruntime cannot load or run (exit 1)."""
 
 
-class BuildCancelledError(BuildError):
-    """SIGINT or SIGTERM during the build; exit code 128 + the signal's number, as shells do."""
+class BuildCancelledError(BaseException):
+    """SIGINT or SIGTERM during the build; exit code 128 + the signal's number, as shells do.
+    A ``BaseException``, as ``KeyboardInterrupt`` is: the handlers that catch a step's own
+    failures (``except Exception``, ``except BuildError``: a quantizer's refusal, a failed
+    ``auto`` try, a fast exporter's failure) must not take a cancel for one and go on."""
 
     def __init__(self, signum: int) -> None:
         import signal
 
-        super().__init__(f"cancelled by {signal.Signals(signum).name}: nothing was written")
+        self.message = f"cancelled by {signal.Signals(signum).name}: nothing was written"
+        super().__init__(self.message)
         self.exit_code = 128 + signum

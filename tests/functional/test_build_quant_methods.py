@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import platform
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -351,6 +352,29 @@ def test_auto_honours_its_time_budget(tmp_path: Path) -> None:
     assert tries[0]["outcome"] == "passed" and tries[0]["chosen"]
     assert {t["outcome"] for t in tries[1:]} <= {"skipped (time budget 0 s spent)",
                                                  "skipped (needs torch)"}
+
+
+def test_a_cancel_inside_an_auto_try_stops_auto_instead_of_failing_the_try(
+        tmp_path: Path) -> None:
+    """SIGINT/SIGTERM raise ``BuildCancelledError`` wherever the build is: inside a try it must
+    end ``auto``, not read as that try's failure and go on to the next method."""
+    from onnx_lambda.build_model import quant_auto
+    from onnx_lambda.build_model.errors import BuildCancelledError
+    from onnx_lambda.build_model.quantize import QuantizeSettings
+
+    source = build_models.mlp(tmp_path / "mlp.onnx", features=64, hidden=64, classes=8)
+    evaluated: list[Path] = []
+
+    def evaluate(path: Path) -> Accuracy:
+        evaluated.append(path)
+        raise BuildCancelledError(signal.SIGINT)
+
+    candidates = [QuantizeSettings(method="int8-dynamic"), QuantizeSettings(method="fp16")]
+    with pytest.raises(BuildCancelledError) as cancelled:
+        quant_auto.choose(source, tmp_path, candidates, evaluate, Thresholds(), [],
+                          {"x": np.zeros((1, 64), np.float32)}, "latency", 60.0, "extended",
+                          lambda _: None)
+    assert len(evaluated) == 1 and cancelled.value.exit_code == 128 + signal.SIGINT
 
 
 def test_auto_fails_clearly_when_no_method_passes(

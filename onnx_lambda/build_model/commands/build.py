@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
     from onnx_lambda.build_model import output
     from onnx_lambda.build_model.builder import build
-    from onnx_lambda.build_model.errors import BuildError
+    from onnx_lambda.build_model.errors import BuildCancelledError, BuildError
     from onnx_lambda.build_model.gate import Thresholds
     from onnx_lambda.build_model.spec import BuildOptions
 
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             if args.calibration is not None:
                 options = dataclasses.replace(options, calibration=_calibration(args))
             report = build(spec, args.output, options, console)
-    except BuildError as exc:
+    except (BuildError, BuildCancelledError) as exc:
         console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except _UsageError as exc:
