@@ -1,5 +1,7 @@
 """A fixed, varied set of sentences for verifying and benchmarking text-embedding models: short
-and long, questions, commands, numbers, code, non-English, typos, emoji, one past 256 tokens."""
+and long, questions, commands, numbers, code, non-English, typos, emoji, one past 256 tokens
+(``SENTENCES``, and with the reranker's passages ``gate_texts()``, which builds tune and judge
+on); and ``UNSEEN``, texts that only the acceptance bench judges on."""
 
 from __future__ import annotations
 
@@ -78,3 +80,56 @@ def gate_texts() -> tuple[str, ...]:
 
     passages = [p for _, candidates in QUERIES for p in candidates if p not in SENTENCES]
     return (*SENTENCES, *dict.fromkeys(passages))
+
+
+# Texts that informed nothing: written on 2026-12-07 after the MiniLM default (its fp32 nodes,
+# its smoothing, its length rule) had been chosen, and never read per text while choosing; the
+# acceptance bench judges on them beside the held-out half (issue 32: the held-out half had
+# been looked at text by text). Every style again, and many lengths near a length rule's cut.
+UNSEEN: tuple[str, ...] = (
+    "Yes",
+    "Thanks!",
+    "refund",
+    "Good morning",
+    "Is it safe?",
+    "Call me later.",
+    "How tall is Mount Everest?",
+    "My package never arrived.",
+    "The printer is out of ink again.",
+    "Cancel my subscription, please.",
+    "Which planet has the most moons?",
+    "The bridge was closed for repairs overnight.",
+    "Tomatoes grow best in full sun.",
+    "Our team shipped the release two days early.",
+    "Is this jacket waterproof or only water resistant?",
+    "The orchestra tuned their instruments before the concert began.",
+    "A leap year has 366 days.",
+    "Version 3.2.1 fixes a memory leak in the parser.",
+    "for i in range(10): print(i ** 2)",
+    "git commit -m 'fix off-by-one in pagination'",
+    "{\"user\": 42, \"status\": \"active\"}",
+    "Total: $1,249.99 (incl. 20% VAT)",
+    "Meeting moved to 3:30 pm on 14/02/2027.",
+    "https://example.com/docs/getting-started?lang=en",
+    "Il pleut depuis trois jours sans interruption.",
+    "Ich habe meinen Schlüssel im Büro vergessen.",
+    "La biblioteca abre a las nueve de la mañana.",
+    "Questo ristorante serve la migliore pizza della città.",
+    "東京は日本の首都です。",
+    "wat r u doin 2nite??",
+    "So proud of my sister today 🥳🎓",
+    "Low battery. Connect your charger.",
+    "The defendant pleaded not guilty to all charges.",
+    "Glaciers in the Alps have lost half their volume since 1900.",
+    "Our quarterly revenue grew by eight percent, driven mostly by subscriptions in Europe and "
+    "a stronger than expected holiday season in North America.",
+    "When you first set up the device, hold the power button for five seconds until the light "
+    "blinks blue, then open the companion app and follow the pairing instructions on screen.",
+    "The study followed 2,400 adults for ten years and found that those who walked at least "
+    "thirty minutes a day had a noticeably lower risk of heart disease, even after accounting "
+    "for diet, smoking and income.",
+    "Honeybees communicate the direction and distance of flowers to their hive mates through a "
+    "waggle dance, a behaviour first decoded by Karl von Frisch in the 1940s.",
+    "SELECT COUNT(*) FROM orders WHERE created_at > NOW() - INTERVAL '7 days';",
+    "Traceback (most recent call last): KeyError: 'timeout'",
+)
