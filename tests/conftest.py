@@ -19,6 +19,20 @@ from tests.support import models, shared
 EVENTS = root() / "events"  # events/generate.py writes them
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker (and every process it starts) on a core of its own
+    (``ONNX_LAMBDA_TEST_PIN=0``: not): with one worker per core, a worker's two-thread ONNX
+    Runtime pool, spinning between a decoder's steps, only took the core the other worker
+    needed. The code under test sizes its pools from the CPUs it may use (``visible_cpus``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if (not worker.startswith("gw") or os.environ.get("ONNX_LAMBDA_TEST_PIN") == "0"
+            or not hasattr(os, "sched_setaffinity")):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with a ``slow`` test first, the rest in their order: under pytest-xdist's
     loadscope each module is one unit of work, and a minutes-long build handed out last would

@@ -7,7 +7,10 @@ CloudFormation's semantics to assert on one deployment."""
 from __future__ import annotations
 
 import copy
+import json
+import os
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +29,7 @@ class _NoManagedPolicies:
 
 def load(settings: Mapping[str, Any] | None = None, path: Path = TEMPLATE) -> dict[str, Any]:
     """The template; ``settings`` replace values of its ``Settings`` mapping, by name."""
-    from samtranslator.yaml_helper import yaml_parse
-
-    template = yaml_parse(path.read_text())
+    template = copy.deepcopy(_parsed(path, path.stat().st_mtime_ns))
     if not settings:
         return template
     groups = template["Mappings"]["Settings"]
@@ -37,6 +38,16 @@ def load(settings: Mapping[str, Any] | None = None, path: Path = TEMPLATE) -> di
         assert group is not None, f"not a setting: {name}"
         group[name] = value
     return template
+
+
+@cache
+def _parsed(path: Path, mtime_ns: int) -> dict[str, Any]:
+    """``path`` parsed once per version of the file (PyYAML's pure-Python parser: 0.7 s for
+    template.yaml, half of a transform)."""
+    from samtranslator.yaml_helper import yaml_parse
+
+    parsed: dict[str, Any] = yaml_parse(path.read_text())
+    return parsed
 
 
 def edited(folder: Path, settings: Mapping[str, Any]) -> Path:
@@ -83,11 +94,21 @@ def parameters(template: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
 def transform(overrides: Mapping[str, Any] | None = None,
               settings: Mapping[str, Any] | None = None,
               path: Path = TEMPLATE) -> dict[str, Any]:
-    from samtranslator.translator.transform import transform as sam_transform
+    """SAM's transform of the packaged template: made once per input in a test process (a
+    copy each time: ~0.5 s a transform, and many tests ask for the same deployment)."""
+    key = json.dumps([str(path), path.stat().st_mtime_ns, overrides or {}, settings or {},
+                      [os.environ.get(n) for n in ("AWS_REGION", "AWS_DEFAULT_REGION")]],
+                     sort_keys=True, default=repr)
+    if key not in _TRANSFORMED:
+        from samtranslator.translator.transform import transform as sam_transform
 
-    source = load(settings, path)
-    params = parameters(source, overrides or {})
-    return sam_transform(packaged(source), params, _NoManagedPolicies())
+        source = load(settings, path)
+        params = parameters(source, overrides or {})
+        _TRANSFORMED[key] = sam_transform(packaged(source), params, _NoManagedPolicies())
+    return copy.deepcopy(_TRANSFORMED[key])
+
+
+_TRANSFORMED: dict[str, dict[str, Any]] = {}
 
 
 def deployed(overrides: Mapping[str, Any] | None = None,
