@@ -43,7 +43,8 @@ from handler.generation.cache import KVCache
 from handler.generation.decoder import Decoder
 from handler.generation.layout import DecoderLayout, LayoutError, recognise
 from handler.manifest import Manifest
-from handler.model import Model, threads_for, visible_cpus
+from handler.model import Model, first_line, threads_for, visible_cpus
+from handler.ort import capi
 from handler.ort.session import Session
 from onnx_lambda.build_model import llm_graph, llm_package, package, quant_methods, signature
 from onnx_lambda.build_model.errors import (
@@ -105,9 +106,7 @@ class Agreement:
 def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
           steps: Steps) -> tuple[Manifest, Figures, Figures, Accuracy]:
     with steps.step("inspect (decoder)") as note:
-        session = _session(spec.source)
-        inputs = signature.tensor_infos(session.get_inputs())
-        outputs = signature.tensor_infos(session.get_outputs())
+        inputs, outputs = signature.graph_infos(signature.parse(spec.source))
         given = _symbolic_head(inputs, spec)
         try:
             layout = recognise(inputs, outputs, given)
@@ -124,7 +123,11 @@ def build(spec: ModelSpec, staging: Path, work: Path, options: BuildOptions,
     threshold = options.thresholds.token_agreement
     tokenizer = _tokenizer(files["tokenizer.json"])
     prompts = [tokenizer.encode(p).ids for p in GATE_PROMPTS]
-    reference = _Runner(spec.source, layout)
+    try:  # (the first session on the source: onnxruntime's verdict on it)
+        reference = _Runner(spec.source, layout)
+    except capi.OrtError as exc:
+        raise InvalidModelError(f"{spec.source}: onnxruntime cannot load it: "
+                                f"{first_line(exc)}") from None
     with steps.step("reference: fp32 greedy tokens") as note:
         references = [reference.greedy(p, GATE_TOKENS) for p in prompts]
         note(f"{len(prompts)} prompts × {GATE_TOKENS} tokens")
@@ -380,13 +383,6 @@ def _tokenizer(path: Path) -> Any:
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(path))
-
-
-def _session(source: Path) -> ort.InferenceSession:
-    try:
-        return signature.cpu_session(source)
-    except Exception as exc:  # onnxruntime's own exception types: any load failure
-        raise InvalidModelError(f"{source}: onnxruntime cannot load it: {exc}") from None
 
 
 def _load_artifact(folder: Path) -> tuple[Any, float]:

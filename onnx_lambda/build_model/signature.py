@@ -106,3 +106,23 @@ def runner(session: ort.InferenceSession) -> Callable[[dict[str, Any]], dict[str
 
 def tensor_infos(args: list[ort.NodeArg]) -> tuple[TensorInfo, ...]:
     return tuple(TensorInfo(a.name, _DTYPES.get(a.type, a.type), tuple(a.shape)) for a in args)
+
+
+def graph_infos(model: onnx.ModelProto) -> tuple[tuple[TensorInfo, ...], tuple[TensorInfo, ...]]:
+    """The graph's inputs (initializers left out, as onnxruntime leaves them out) and outputs,
+    read from the file as onnxruntime reports them: without a session, which for a language
+    model means reading its weights (seconds)."""
+    weights = {init.name for init in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in weights]
+    return (tuple(map(_value_info, inputs)), tuple(map(_value_info, model.graph.output)))
+
+
+def _value_info(value: onnx.ValueInfoProto) -> TensorInfo:
+    tensor = value.type.tensor_type
+    if not value.type.HasField("tensor_type"):  # a sequence or a map: onnxruntime's own words
+        return TensorInfo(value.name, value.type.WhichOneof("value") or "", ())
+    kind = onnx.TensorProto.DataType.Name(tensor.elem_type).lower()
+    name = _DTYPES.get(f"tensor({kind})", f"tensor({kind})")
+    dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                 for d in tensor.shape.dim)
+    return TensorInfo(value.name, name, dims)

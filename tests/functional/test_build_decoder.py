@@ -109,6 +109,21 @@ def test_a_cache_without_its_present_outputs_is_refused(tmp_path: Path, decoder_
     assert "no present.1.key output for past_key_values.1.key" in err
 
 
+def test_a_decoder_onnxruntime_cannot_load_is_refused_in_one_line(
+        tmp_path: Path, decoder_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its signature is a decoder's (read from the file, no session), so the first session on
+    it, the reference's, gives onnxruntime's verdict: a clear error, nothing left behind."""
+    model = onnx.load(str(decoder_dir / "model.onnx"))
+    model.graph.node[0].op_type = "NoSuchOperator"
+    source = tmp_path / "odd.onnx"
+    onnx.save(model, str(source))
+    (tmp_path / "tokenizer.json").write_text((decoder_dir / "tokenizer.json").read_text())
+    assert build(source, tmp_path / "out") == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{source}: onnxruntime cannot load it:" in err and "NoSuchOperator" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
 def test_manifest_is_json_a_runtime_reads(tmp_path: Path, decoder_dir: Path) -> None:
     out = tmp_path / "built"
     assert build(decoder_dir / "model.onnx", out, "--no-optimize") == 0
