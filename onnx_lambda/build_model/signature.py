@@ -119,8 +119,8 @@ def graph_infos(model: onnx.ModelProto) -> tuple[tuple[TensorInfo, ...], tuple[T
 
 def _value_info(value: onnx.ValueInfoProto) -> TensorInfo:
     tensor = value.type.tensor_type
-    if not value.type.HasField("tensor_type"):  # a sequence or a map: onnxruntime's own words
-        return TensorInfo(value.name, value.type.WhichOneof("value") or "", ())
+    if not value.type.HasField("tensor_type"):  # a sequence or a map: named by its kind
+        return TensorInfo(value.name, value.type.WhichOneof("value") or "", ())  # (no decoder's)
     kind = onnx.TensorProto.DataType.Name(tensor.elem_type).lower()
     name = _DTYPES.get(f"tensor({kind})", f"tensor({kind})")
     dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
