@@ -138,7 +138,9 @@ async def relay(first: bytes, chunks: AsyncIterator[bytes], body: BodyStream,
             yield first
         async for data in capped(chunks, body, len(first)):
             yield data
-        result = await done
+        # shielded: a caller that leaves now (OpenAI's SDK closes at ``[DONE]``) cancels this
+        # relay, and an awaited task is cancelled with its awaiter; the invocation runs on
+        result = await asyncio.shield(done)
         if result.error_type is not None:
             raise FunctionFailed(result)
     finally:

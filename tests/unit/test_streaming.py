@@ -197,3 +197,38 @@ def test_the_relay_holds_lambdas_pace_past_the_burst_and_cuts_at_the_limit(
     # the sleeps take no time here: each chunk past the burst waits for all it is owed,
     # (bytes past the burst) / rate since the cap began (a test's run takes well under 0.1 s)
     assert slept == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5], abs=0.05)
+
+
+def test_a_caller_that_leaves_after_the_last_byte_leaves_the_invocation_running() -> None:
+    """OpenAI's SDK closes at ``[DONE]``: the relay, which then waits for the invocation's
+    outcome, is cancelled. The invocation must not be cancelled with it (its record, END and
+    REPORT would never come): it ends on its own."""
+    from onnx_lambda.emulator.http_stream import BodyStream
+
+    async def run() -> tuple[bool, str]:
+        outcome: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        async def invocation() -> str:
+            return await outcome  # (the runtime's stream has ended; its result is on its way)
+
+        done = asyncio.ensure_future(invocation())
+        body = BodyStream(lambda: None, lambda: None, lambda: None)
+        body.feed(b"data: [DONE]\n\n")
+        body.finish({})
+        relayed: list[bytes] = []
+
+        async def caller() -> None:
+            async for data in response_stream.relay(b"", aiter(body), body, cast(Any, done)):
+                relayed.append(data)
+
+        task = asyncio.ensure_future(caller())
+        for _ in range(20):  # the last byte relayed, the relay waits for the outcome
+            await asyncio.sleep(0)
+        assert relayed == [b"data: [DONE]\n\n"] and not task.done()
+        task.cancel()  # the caller went away
+        await asyncio.gather(task, return_exceptions=True)
+        cancelled = done.cancelled()
+        outcome.set_result("recorded")
+        return cancelled, ("" if cancelled else await done)
+
+    assert asyncio.run(run()) == (False, "recorded")
