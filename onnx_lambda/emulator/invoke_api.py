@@ -20,7 +20,6 @@ chunk; the stream's own content type is the response's ``Content-Type``
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -182,7 +181,7 @@ async def _invoke_streaming(target: Target, payload: bytes, client_context: str 
                     pass
                 except response_stream.StreamTooLarge as exc:
                     too_large = exc
-            result = await asyncio.shield(done)  # (a caller gone: the invocation runs on)
+            result = await done
             error, details = result.error_type, result.payload.decode(errors="replace")
             if too_large is not None:
                 error, details = too_large.error_type, str(too_large)

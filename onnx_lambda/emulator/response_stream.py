@@ -83,7 +83,9 @@ async def invoke_streaming(invoke: Callable[[Callable[[str, BodyStream], None]],
                                             Awaitable[InvokeResult]],
                            ) -> tuple[Started | None, asyncio.Future[InvokeResult]]:
     """Run ``invoke(on_stream)``; returns when the runtime starts streaming (``Started``) or
-    when the invocation has ended without a stream (None), and the invocation itself."""
+    when the invocation has ended without a stream (None), and the invocation's outcome:
+    shielded, so that a caller cancelled while it waits (a client that leaves closes the
+    relay, e.g. OpenAI's SDK at ``[DONE]``) does not cancel the invocation with it."""
     loop = asyncio.get_running_loop()
     started: asyncio.Future[Started] = loop.create_future()
 
@@ -95,10 +97,11 @@ async def invoke_streaming(invoke: Callable[[Callable[[str, BodyStream], None]],
     _RUNNING.add(task)
     task.add_done_callback(_RUNNING.discard)
     await asyncio.wait((task, started), return_when=asyncio.FIRST_COMPLETED)
+    outcome = asyncio.shield(task)
     if started.done():
-        return started.result(), task
+        return started.result(), outcome
     started.cancel()
-    return None, task
+    return None, outcome
 
 
 async def read_prelude(chunks: AsyncIterator[bytes]) -> tuple[dict[str, Any], bytes]:
@@ -138,9 +141,7 @@ async def relay(first: bytes, chunks: AsyncIterator[bytes], body: BodyStream,
             yield first
         async for data in capped(chunks, body, len(first)):
             yield data
-        # shielded: a caller that leaves now (OpenAI's SDK closes at ``[DONE]``) cancels this
-        # relay, and an awaited task is cancelled with its awaiter; the invocation runs on
-        result = await asyncio.shield(done)
+        result = await done
         if result.error_type is not None:
             raise FunctionFailed(result)
     finally:
